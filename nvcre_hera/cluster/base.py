@@ -1,0 +1,74 @@
+"""The cluster interface the runtime steps talk through (DESIGN.md "cluster interface").
+
+Two implementations: `nvcre_hera.cluster.kube.KubeCluster` (the `kubernetes` client, for real clusters) and
+`nvcre_hera.sim.cluster.SimCluster` (simulated time, injectable faults). Steps never import either directly;
+they receive a `Cluster`.
+
+Node objects are plain dicts in the Kubernetes JSON shape (`metadata.name`, `metadata.labels`, `spec.providerID`,
+`spec.unschedulable`, `spec.taints`, `status.conditions`, `status.allocatable`), so pure code can read both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Literal, Protocol
+
+JobPhase = Literal["Succeeded", "Failed", "TimedOut", "Stalled"]
+
+# Labels and annotations every job object we create carries (cleanup and the simulator rely on them).
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "nvcre-hera"
+WORKFLOW_LABEL = "nvcre-hera.dev/workflow"
+TEST_SPEC_ANNOTATION = "nvcre-hera.dev/test-spec"  # JSON: category, test, nodes, gpusPerNode, maxBytes, ...
+
+
+@dataclass
+class JobOutcome:
+    """What watching one job object until it ended (or we gave up) showed."""
+
+    phase: JobPhase
+    elapsed_s: float
+    exit_code: int | None = None
+    # node name -> "Unschedulable" | "NotReady", for nodes that turned bad while the job ran
+    unhealthy_nodes: dict[str, str] = field(default_factory=dict)
+
+
+# Called while a job runs with (log so far, seconds since start); returns True to declare a stall.
+StallCheck = Callable[[str, float], bool]
+
+
+class Cluster(Protocol):
+    def now(self) -> float:
+        """Seconds on this cluster's clock (wall clock for real clusters, simulated time for the simulator)."""
+
+    def list_nodes(self) -> list[dict]:
+        """All Node objects, as dicts."""
+
+    def create_job(self, manifest: dict) -> str:
+        """Create a job object (MPIJob, TrainJob, JobSet); return its name."""
+
+    def wait_for_job(
+        self, name: str, nodes: list[str], timeout_s: float, stall_check: StallCheck | None = None
+    ) -> JobOutcome:
+        """Watch the job and the group's nodes until the job ends, a node turns bad, a stall, or `timeout_s`."""
+
+    def job_log(self, name: str) -> str:
+        """The launcher's log (the rank-0 output nccl-tests, dcgmi or Megatron printed)."""
+
+    def delete_job(self, name: str) -> bool:
+        """Delete the job object; True if it existed."""
+
+    def list_jobs(self, labels: dict[str, str]) -> list[str]:
+        """Names of job objects carrying all `labels` (for the onExit cleanup)."""
+
+
+__all__ = [
+    "Cluster",
+    "JobOutcome",
+    "JobPhase",
+    "StallCheck",
+    "MANAGED_BY_LABEL",
+    "MANAGED_BY_VALUE",
+    "WORKFLOW_LABEL",
+    "TEST_SPEC_ANNOTATION",
+]
