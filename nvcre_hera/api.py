@@ -1,0 +1,316 @@
+"""The `Certification` spec, field for field as NVCRE spells it (`nvcre.nvidia.com/v1alpha1`).
+
+camelCase in YAML, snake_case in Python (pydantic aliases). Strict: unknown fields and wrong types are errors that
+name their path. Cross-field rules (catalog entries, thresholds, option conflicts) live in `nvcre_hera.spec_load`,
+which also turns pydantic's errors into one-line messages.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from nvcre_hera.units import parse_byte_size, parse_duration
+
+API_VERSION = "nvcre.nvidia.com/v1alpha1"
+TestScale = Literal["intra-node", "intra-rack", "full-scale", "diagnose"]
+
+# Kubernetes label syntax (apimachinery validation.IsQualifiedName / IsValidLabelValue).
+_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+LABEL_KEY = re.compile(rf"^({_DNS_SUBDOMAIN}/)?{_NAME}$")
+LABEL_VALUE = re.compile(rf"^({_NAME})?$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+RESERVED_LABEL_PREFIXES = ("nvcre.nvidia.com/", "nvcre-hera.dev/")
+RESERVED_LABEL_KEYS = ("app.kubernetes.io/managed-by",)
+
+
+def check_label_key(key: str) -> str:
+    prefix = key.split("/", 1)[0] if "/" in key else ""
+    if not LABEL_KEY.match(key) or len(prefix) > 253:
+        raise ValueError(f"{key!r} is not a valid label key")
+    return key
+
+
+def check_label_value(value: str) -> str:
+    if not LABEL_VALUE.match(value):
+        raise ValueError(f"{value!r} is not a valid label value (≤ 63 characters: letters, digits, '-', '_', '.')")
+    return value
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True, frozen=True)
+
+
+class NodeSelectorRequirement(_Model):
+    key: str
+    operator: Literal["In", "NotIn", "Exists", "DoesNotExist"]
+    values: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _values_match_operator(self) -> NodeSelectorRequirement:
+        if self.operator in ("In", "NotIn") and not self.values:
+            raise ValueError(f"operator {self.operator} needs at least one value")
+        if self.operator in ("Exists", "DoesNotExist") and self.values:
+            raise ValueError(f"operator {self.operator} takes no values")
+        return self
+
+
+class TaintSelector(_Model):
+    key: str
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+
+
+class TargetSpec(_Model):
+    """Which nodes to certify; all filters AND."""
+
+    node_selector: dict[str, str] = Field(default_factory=dict, alias="nodeSelector")
+    match_expressions: list[NodeSelectorRequirement] = Field(default_factory=list, alias="matchExpressions")
+    node_names: list[str] = Field(default_factory=list, alias="nodeNames")
+    taint_selectors: list[TaintSelector] = Field(default_factory=list, alias="taintSelectors")
+    include_unschedulable: bool = Field(False, alias="includeUnschedulable")
+
+    @field_validator("node_selector")
+    @classmethod
+    def _selector_is_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            check_label_key(key)
+            check_label_value(label)
+        return value
+
+
+class ResourceList(_Model):
+    cpu: str | int | None = None
+    memory: str | None = None
+
+
+class ResourceRequirements(_Model):
+    limits: ResourceList | None = None
+    requests: ResourceList | None = None
+
+    @model_validator(mode="after")
+    def _requests_within_limits(self) -> ResourceRequirements:
+        from kubernetes.utils.quantity import parse_quantity  # heavy import, only when resources are given
+
+        parsed: dict[tuple[str, str], object] = {}
+        for side in ("limits", "requests"):
+            block = getattr(self, side)
+            for res in ("cpu", "memory"):
+                raw = getattr(block, res) if block else None
+                if raw is None:
+                    continue
+                try:
+                    qty = parse_quantity(raw)
+                except ValueError:
+                    raise ValueError(f"{side}.{res}: {raw!r} is not a Kubernetes quantity (e.g. 64, 500m, 800Gi)")
+                if qty < 0:
+                    raise ValueError(f"{side}.{res}: {raw!r} must not be negative")
+                parsed[(side, res)] = qty
+        for res in ("cpu", "memory"):
+            req, lim = parsed.get(("requests", res)), parsed.get(("limits", res))
+            if req is not None and lim is not None and req > lim:  # type: ignore[operator]
+                raise ValueError(f"requests.{res} ({getattr(self.requests, res)}) exceeds limits.{res} "
+                                 f"({getattr(self.limits, res)})")
+        return self
+
+
+class LocalObjectReference(_Model):
+    name: str
+
+
+class WorkloadMetadata(_Model):
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("labels")
+    @classmethod
+    def _labels_valid(cls, value: dict[str, str]) -> dict[str, str]:
+        if len(value) > 32:
+            raise ValueError(f"at most 32 labels, got {len(value)}")
+        for key, label in value.items():
+            check_label_key(key)
+            check_label_value(label)
+            if key in RESERVED_LABEL_KEYS or key.startswith(RESERVED_LABEL_PREFIXES):
+                raise ValueError(f"label key {key!r} is reserved for the tool itself")
+        return value
+
+
+class SourceRepo(_Model):
+    """Where training categories clone Megatron-LM from (an https URL and a ref)."""
+
+    url: str
+    ref: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _https(cls, value: str) -> str:
+        if not re.match(r"^https://[A-Za-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9._~/-]*$", value):
+            raise ValueError(f"{value!r} is not an https repository URL")
+        return value
+
+
+# Extended resources must be domain-qualified; the Kubernetes-owned domains are reserved for native resources.
+_EXTENDED_RESOURCE = re.compile(rf"^{_DNS_SUBDOMAIN}/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+class CategoryOptions(_Model):
+    """Options a category may set; the same fields inlined under `spec` (or under `spec.options`) are the defaults."""
+
+    test_scale: TestScale | None = Field(None, alias="testScale")
+    nodes_per_job: int | None = Field(None, alias="nodesPerJob", ge=1)
+    gpus_per_node: int | None = Field(None, alias="gpusPerNode", ge=1, le=64)
+    mlnx_per_node: int | None = Field(None, alias="mlnxPerNode", ge=0, le=64)
+    enable_mnnvl: bool | None = Field(None, alias="enableMNNVL")
+    max_bytes: str | None = Field(None, alias="maxBytes")
+    num_iterations: int | None = Field(None, alias="numIterations", ge=1)
+    num_cycles: int | None = Field(None, alias="numCycles", ge=1)
+    thresholds: dict[str, str] | None = None
+    max_concurrent: int | None = Field(None, alias="maxConcurrent", ge=0)
+    min_group_size: int | None = Field(None, alias="minGroupSize", ge=1)
+    timeout_per_job: str | None = Field(None, alias="timeoutPerJob")
+    measurement_timeout: str | None = Field(None, alias="measurementTimeout")
+    repeat_count: int | None = Field(None, alias="repeatCount", ge=1, le=100)
+    startup_stall_timeout_seconds: int | None = Field(None, alias="startupStallTimeoutSeconds", ge=1)
+    image: str | None = None
+    nic_resource_name: str | None = Field(None, alias="nicResourceName")
+    rdma_device_access: Literal["hostPath", "devicePlugin"] | None = Field(None, alias="rdmaDeviceAccess")
+    workload_metadata: WorkloadMetadata | None = Field(None, alias="workloadMetadata")
+    max_steps: int | None = Field(None, alias="maxSteps", ge=1)
+    exit_duration_mins: int | None = Field(None, alias="exitDurationMins", ge=1)
+    resources: ResourceRequirements | None = None
+    image_pull_secrets: list[LocalObjectReference] | None = Field(None, alias="imagePullSecrets")
+    source_repo: SourceRepo | None = Field(None, alias="sourceRepo")
+    # NVCRE checkpoint knobs: accepted so NVCRE files load; the training runs here use mock data and no checkpoint.
+    enable_checkpoint: bool | None = Field(None, alias="enableCheckpoint")
+    storage_class_name: str | None = Field(None, alias="storageClassName")
+    save_interval: int | None = Field(None, alias="saveInterval", ge=1)
+    save_retain_interval: int | None = Field(None, alias="saveRetainInterval", ge=1)
+    save_top_k: int | None = Field(None, alias="saveTopK", ge=1)
+    storage_size: str | None = Field(None, alias="storageSize")
+    max_restarts: int | None = Field(None, alias="maxRestarts", ge=0)
+    # nvcre-hera extensions
+    diagnose_strategy: Literal["adaptive", "halving"] | None = Field(None, alias="diagnoseStrategy")
+    transport_check: bool | None = Field(None, alias="transportCheck")
+
+    @field_validator("max_bytes")
+    @classmethod
+    def _byte_size(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_byte_size(value)
+        return value
+
+    @field_validator("timeout_per_job", "measurement_timeout")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+    @field_validator("image")
+    @classmethod
+    def _image_ref(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^[a-z0-9][a-z0-9._:/@+-]*$", value, re.IGNORECASE):
+            raise ValueError(f"{value!r} is not an image reference")
+        return value
+
+    @field_validator("nic_resource_name")
+    @classmethod
+    def _extended_resource(cls, value: str | None) -> str | None:
+        if value is None:
+            return value
+        if not _EXTENDED_RESOURCE.match(value):
+            raise ValueError(f"{value!r} is not an extended resource name (domain/name, e.g. rdma/ib or "
+                             "nvidia.com/mlnxnics)")
+        domain = value.split("/", 1)[0]
+        for reserved in ("kubernetes.io", "k8s.io"):
+            if domain == reserved or domain.endswith("." + reserved):
+                raise ValueError(f"{value!r}: the {reserved} domain is reserved for native resources")
+        return value
+
+    @field_validator("thresholds")
+    @classmethod
+    def _threshold_keys(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for key, expr in (value or {}).items():
+            if not expr.strip():
+                raise ValueError(f"threshold {key!r} has an empty expression")
+        return value
+
+
+class Category(_Model):
+    domain: str
+    variant: str
+    options: CategoryOptions = Field(default_factory=CategoryOptions)
+
+
+class GangScheduler(_Model):
+    scheduler_name: str = Field(alias="schedulerName", min_length=1)
+    queue: str = "default-queue"
+    queue_label_key: str = Field("kai.scheduler/queue", alias="queueLabelKey")
+
+    @field_validator("queue_label_key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        return check_label_key(value)
+
+    @field_validator("queue")
+    @classmethod
+    def _queue(cls, value: str) -> str:
+        return check_label_value(value)
+
+
+class Orchestration(_Model):
+    placement: Literal["Pinned", "Unpinned"] = "Pinned"
+
+
+class CertificationSpec(CategoryOptions):
+    """`spec`: the target, the categories, and global options inlined (NVCRE) or under `options` (announcement)."""
+
+    target: TargetSpec
+    categories: list[Category] = Field(min_length=1, max_length=64)
+    options: CategoryOptions | None = None
+    gang_scheduler: GangScheduler | None = Field(None, alias="gangScheduler")
+    priority_class_name: str | None = Field(None, alias="priorityClassName")
+    orchestration: Orchestration | None = None
+
+
+class ObjectMeta(_Model):
+    name: str
+    namespace: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _dns_label(cls, value: str) -> str:
+        if not DNS_LABEL.match(value) or len(value) > 50:
+            raise ValueError(f"{value!r} must be a lowercase DNS label of at most 50 characters "
+                             "(it names the Workflow and its jobs)")
+        return value
+
+
+class Certification(_Model):
+    api_version: Literal["nvcre.nvidia.com/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["Certification"]
+    metadata: ObjectMeta
+    spec: CertificationSpec
+    # Set by the loader once the cross-field checks passed (resolve once, use everywhere).
+    _resolved: list | None = PrivateAttr(default=None)
+
+
+OPTION_FIELDS: tuple[str, ...] = tuple(CategoryOptions.model_fields)
+
+__all__ = [
+    "API_VERSION",
+    "Category",
+    "CategoryOptions",
+    "Certification",
+    "CertificationSpec",
+    "GangScheduler",
+    "OPTION_FIELDS",
+    "TargetSpec",
+    "TestScale",
+    "check_label_key",
+    "check_label_value",
+]

@@ -1,0 +1,201 @@
+"""`nvcre`: the user CLI. Heavy imports (hera, kubernetes, jsonschema) live inside the subcommand that needs them,
+so `nvcre --help` stays fast. Bad input prints one line and exits 2; no traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from nvcre_hera import __version__
+from nvcre_hera.errors import InputError
+
+EXIT_BAD_INPUT = 2
+
+
+def _compile_options(args: argparse.Namespace):
+    from nvcre_hera.compile.plan import CompileOptions
+
+    try:
+        return CompileOptions(kind=getattr(args, "as_kind", "workflow"), schedule=getattr(args, "schedule", None)
+                              or "0 3 * * *", namespace=args.namespace, service_account=args.service_account,
+                              step_image=args.step_image or "")
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _namespace_for(args: argparse.Namespace, cert) -> str:
+    return args.namespace or cert.metadata.namespace or os.environ.get("ARGO_NAMESPACE") or "nvcre"
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    import yaml
+
+    from nvcre_hera.compile.workflow import compile_certification
+    from nvcre_hera.spec_load import load_certification
+
+    cert = load_certification(args.cert)
+    args.namespace = _namespace_for(args, cert)
+    doc = compile_certification(cert, _compile_options(args))
+    text = yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False, width=120)
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {doc['kind']} to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from nvcre_hera.spec_load import load_certification
+    from nvcre_hera.validate.check import check_certification
+
+    cert = load_certification(args.cert)
+    args.namespace = _namespace_for(args, cert)
+    report = check_certification(cert, _compile_options(args))
+    for line in report.lines:
+        print(line)
+    if report.problems:
+        for problem in report.problems:
+            print(f"{args.cert}: {problem}", file=sys.stderr)
+        return 1
+    print(f"{args.cert}: valid ({report.documents} documents checked against the Argo v4.1.2, MPIJob and JobSet "
+          f"CRDs, plus the Argo lint)")
+    return 0
+
+
+def cmd_certify(args: argparse.Namespace) -> int:
+    from nvcre_hera.local_run import certify
+
+    return certify(args.cert, cluster=args.cluster, out_dir=args.out, quiet=args.quiet,
+                   step_image=args.step_image)
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from nvcre_hera.submit import submit
+
+    return submit(args)
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    from nvcre_hera.parsers.cli import parse_file
+
+    text, code = parse_file(args.kind, args.file, args.json)
+    (sys.stdout if code == 0 else sys.stderr).write(text.rstrip("\n") + "\n")
+    return code
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from nvcre_hera.report import render
+
+    try:
+        report = json.loads(Path(args.report).read_text())
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", args.report) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not JSON (line {exc.lineno}: {exc.msg})", args.report) from None
+    if not isinstance(report, dict) or report.get("kind") != "CertificationReport":
+        raise InputError("not a CertificationReport (kind must be CertificationReport)", args.report)
+    sys.stdout.write(render(report, args.format))
+    return 0
+
+
+def cmd_catalog(args: argparse.Namespace) -> int:
+    from nvcre_hera.catalog import load_catalog
+
+    entries = load_catalog()
+    width = max(len(k) for k in entries)
+    print(f"{'CATEGORY':<{width}}  {'FRAMEWORK':<9}  {'SCOPE':<9}  METRICS")
+    for key, entry in sorted(entries.items()):
+        print(f"{key:<{width}}  {entry.framework:<9}  {entry.scope:<9}  {', '.join(entry.metrics)}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from nvcre_hera.diagnose.bench import main as bench_main
+
+    return bench_main(args.rest)
+
+
+def _add_compile_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--namespace", default=None, help="namespace of the Workflow (default: metadata.namespace, "
+                   "ARGO_NAMESPACE, or nvcre)")
+    p.add_argument("--service-account", default="nvcre-hera", help="service account the steps run as")
+    p.add_argument("--step-image", default=None, help="image of the workflow's own steps (default: "
+                   "NVCRE_STEP_IMAGE or the release image)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nvcre", description="Certify GPU clusters with real workloads: "
+                                     "NVCRE-compatible Certifications compiled with Hera into Argo Workflows.")
+    parser.add_argument("--version", action="version", version=f"nvcre-hera {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("certify", help="run a certification locally on a simulated cluster (or a real one)")
+    p.add_argument("cert")
+    p.add_argument("--cluster", default=None, help="SimulatedCluster file (default: the embedded healthy "
+                   "16-node H100 cluster)")
+    p.add_argument("--out", default="out", help="folder for report.json, report.txt and workflow.yaml")
+    p.add_argument("--quiet", action="store_true", help="print only the report card")
+    p.add_argument("--step-image", default=None)
+    p.set_defaults(func=cmd_certify)
+
+    p = sub.add_parser("compile", help="print the Argo Workflow (or WorkflowTemplate / CronWorkflow)")
+    p.add_argument("cert")
+    p.add_argument("-o", "--output", default=None)
+    p.add_argument("--as", dest="as_kind", choices=["workflow", "template", "cron"], default="workflow")
+    p.add_argument("--schedule", default=None, help='cron schedule for --as cron (default "0 3 * * *")')
+    _add_compile_flags(p)
+    p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("validate", help="check a certification and everything it compiles to")
+    p.add_argument("cert")
+    _add_compile_flags(p)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("submit", help="submit to Argo (ARGO_SERVER, ARGO_TOKEN, ARGO_NAMESPACE)")
+    p.add_argument("cert")
+    p.add_argument("--as", dest="as_kind", choices=["workflow", "template", "cron"], default="workflow")
+    p.add_argument("--schedule", default=None)
+    p.add_argument("--insecure", action="store_true", help="skip TLS verification (like argo --insecure-skip-verify)")
+    _add_compile_flags(p)
+    p.set_defaults(func=cmd_submit)
+
+    p = sub.add_parser("parse", help="parse a nccl-tests, dcgmi diag or Megatron/NeMo log")
+    p.add_argument("kind", choices=["nccl", "dcgm", "training"])
+    p.add_argument("file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_parse)
+
+    p = sub.add_parser("report", help="render a report.json")
+    p.add_argument("report")
+    p.add_argument("--format", choices=["text", "json", "junit", "html"], default="text")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("catalog", help="the catalog of test categories")
+    p.add_argument("action", choices=["list"])
+    p.set_defaults(func=cmd_catalog)
+
+    p = sub.add_parser("bench", help="benchmarks (diagnose strategies)")
+    p.add_argument("what", choices=["diagnose"])
+    p.add_argument("rest", nargs=argparse.REMAINDER)
+    p.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except InputError as exc:
+        print(f"nvcre: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

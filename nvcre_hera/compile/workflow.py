@@ -1,0 +1,169 @@
+"""Certification → Argo Workflow / WorkflowTemplate / CronWorkflow, built with Hera (the only module that imports it).
+
+Shape (DESIGN.md "The Workflow shape"): `discover` → one task per category, in order, each fanning out over its groups
+(`withParam`, capped by the category's `maxConcurrent` as DAG `parallelism`) → `judge`, which exits non-zero when the
+certification fails (Argo marks a DAG Succeeded when a failed test is followed by a successful step, so the verdict
+must come from a step) → `onExit: cleanup`, which deletes any job object the workflow created that still exists.
+
+Nothing here depends on the number of nodes: discovery happens at run time and passes groups as parameters.
+Every template, task and parameter name is checked by `nvcre_hera.validate.lint`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hera.workflows import DAG, Container, CronWorkflow, Parameter, RetryStrategy, Task, Workflow, WorkflowTemplate
+from hera.workflows import models as m
+
+from nvcre_hera.api import Certification
+from nvcre_hera.compile.plan import CompileOptions, category_task_name, workflow_plan
+from nvcre_hera.spec_load import ResolvedCategory, resolve_categories
+from nvcre_hera.units import parse_duration
+
+OUT_DIR = "/tmp/nvcre"
+STEP_RESOURCES = m.ResourceRequirements(requests={"cpu": "100m", "memory": "128Mi"},
+                                        limits={"cpu": "1", "memory": "512Mi"})
+
+
+def _step(name: str, image: str, args: list[str], *, inputs: list[Parameter] | None = None,
+          outputs: list[Parameter] | None = None, **kwargs: Any) -> Container:
+    """A container of our step image running `nvcre-step <args>` (argv only: no shell ever parses a value)."""
+    return Container(
+        name=name, image=image, command=["nvcre-step"], args=args, inputs=inputs or [], outputs=outputs or [],
+        resources=STEP_RESOURCES, env=[m.EnvVar(name="PYTHONUNBUFFERED", value="1")], **kwargs,
+    )
+
+
+def _output(name: str, default: str) -> Parameter:
+    # Every output that may be skipped declares a default (Argo v4.0.7+ fails a reference to it otherwise).
+    return Parameter(name=name, value_from=m.ValueFrom(path=f"{OUT_DIR}/{name}", default=default))
+
+
+def _test_deadline_s(cat: ResolvedCategory) -> int:
+    """Backstop for the test pod: every repeat's job timeout plus its measurement wait, plus pod slack."""
+    per_job = parse_duration(cat.options["timeoutPerJob"]) + parse_duration(cat.options["measurementTimeout"])
+    return int(per_job * int(cat.options["repeatCount"]) + 300)
+
+
+def _category_templates(cat: ResolvedCategory, image: str) -> tuple[Container, DAG]:
+    i = cat.index
+    test = _step(
+        f"test-{i}", image,
+        ["run", "--plan", "{{workflow.parameters.plan}}", "--category", str(i),
+         "--group", "{{inputs.parameters.group}}", "--platform", "{{inputs.parameters.platform}}",
+         "--gpu", "{{inputs.parameters.gpu}}", "--workflow-name", "{{workflow.name}}",
+         "--workflow-uid", "{{workflow.uid}}", "--namespace", "{{workflow.namespace}}", "--out", OUT_DIR],
+        inputs=[Parameter(name="group"), Parameter(name="platform"), Parameter(name="gpu")],
+        outputs=[_output("metrics", "[]")],
+        active_deadline_seconds=_test_deadline_s(cat),
+        # Only pod errors (eviction, API hiccups) are retried: a failed test is data, reported by the judge.
+        retry_strategy=RetryStrategy(limit=2, retry_policy="OnError",
+                                     backoff=m.Backoff(duration="10s", factor=2)),
+    )
+    cap = int(cat.options["maxConcurrent"])
+    with DAG(
+        name=f"category-{i}",
+        inputs=[Parameter(name="groups"), Parameter(name="platform"), Parameter(name="gpu")],
+        outputs=[Parameter(name="results", value_from=m.ValueFrom(
+            parameter="{{tasks.test.outputs.parameters.metrics}}", default="[]"))],
+        parallelism=cap if cap > 0 else None,
+    ) as dag:
+        Task(name="test", template=test, with_param="{{inputs.parameters.groups}}",
+             arguments={"group": "{{item}}", "platform": "{{inputs.parameters.platform}}",
+                        "gpu": "{{inputs.parameters.gpu}}"})
+    return test, dag
+
+
+def build(cert: Certification, opts: CompileOptions) -> Workflow:
+    """The Hera object for `opts.kind` (workflow | template | cron)."""
+    categories = resolve_categories(cert)
+    unsupported = [c for c in categories if c.options["testScale"] == "diagnose"]
+    if unsupported:
+        from nvcre_hera.compile.diagnose import require_diagnose_support
+
+        require_diagnose_support(unsupported)
+    plan = workflow_plan(cert, categories, opts)
+    name = cert.metadata.name
+    meta: dict[str, Any] = dict(
+        namespace=opts.namespace,
+        labels={"nvcre-hera.dev/certification": name, "app.kubernetes.io/managed-by": "nvcre-hera"},
+        annotations={
+            "workflows.argoproj.io/title": f"GPU certification: {name}",
+            "workflows.argoproj.io/description": "Categories: " + ", ".join(f"`{c.key}` ({c.options['testScale']})"
+                                                                            for c in categories),
+        },
+    )
+    spec: dict[str, Any] = dict(
+        entrypoint="certify",
+        service_account_name=opts.service_account,
+        on_exit="cleanup",
+        arguments=[Parameter(name="plan", value=json.dumps(plan, separators=(",", ":"), sort_keys=True))],
+        pod_gc=m.PodGC(strategy="OnWorkflowSuccess"),
+        ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
+    )
+    if opts.kind == "cron":
+        holder: Workflow = CronWorkflow(name=name, schedules=[opts.schedule], timezone=opts.timezone,
+                                        concurrency_policy="Forbid", starting_deadline_seconds=600, **meta, **spec)
+    elif opts.kind == "template":
+        holder = WorkflowTemplate(name=name, **meta, **spec)
+    else:
+        holder = Workflow(generate_name=f"{name}-", **meta, **spec)
+
+    with holder:
+        image = opts.step_image
+        discover = _step(
+            "discover", image,
+            ["discover", "--plan", "{{workflow.parameters.plan}}", "--out", OUT_DIR],
+            outputs=[_output("summary", "{}"), _output("platform", "onprem"), _output("gpu", "unknown"),
+                     *[_output(f"groups-{c.index}", "[]") for c in categories]],
+            retry_strategy=RetryStrategy(limit=3, retry_policy="OnError"),
+        )
+        cat_templates = [_category_templates(c, image) for c in categories]
+        judge = _step(
+            "judge", image,
+            ["judge", "--plan", "{{workflow.parameters.plan}}", "--summary", "{{inputs.parameters.summary}}",
+             *[a for c in categories for a in ("--results", f"{c.index}={{{{inputs.parameters.results-{c.index}}}}}")],
+             "--out", OUT_DIR],
+            inputs=[Parameter(name="summary"), *[Parameter(name=f"results-{c.index}", default="[]")
+                                                 for c in categories]],
+            outputs=[_output("report", "{}"), _output("result", "UNKNOWN")],
+        )
+        _step("cleanup", image,
+              ["cleanup", "--workflow-name", "{{workflow.name}}", "--namespace", "{{workflow.namespace}}",
+               "--status", "{{workflow.status}}"],
+              retry_strategy=RetryStrategy(limit=3, retry_policy="OnError"))
+
+        with DAG(name="certify"):
+            d = Task(name="discover", template=discover)
+            previous: str | None = None
+            cat_tasks = []
+            for cat, (_, dag) in zip(categories, cat_templates):
+                task_name = category_task_name(cat)
+                # Categories run one after another on the same nodes, whatever the previous one's outcome.
+                depends = "discover" if previous is None else \
+                    f"{previous}.Succeeded || {previous}.Failed || {previous}.Errored"
+                Task(name=task_name, template=dag, depends=depends, arguments={
+                    "groups": f"{{{{tasks.discover.outputs.parameters.groups-{cat.index}}}}}",
+                    "platform": "{{tasks.discover.outputs.parameters.platform}}",
+                    "gpu": "{{tasks.discover.outputs.parameters.gpu}}",
+                })
+                cat_tasks.append(task_name)
+                previous = task_name
+            judge_depends = " && ".join(f"({t}.Succeeded || {t}.Failed || {t}.Errored)" for t in cat_tasks)
+            Task(name="judge", template=judge, depends=judge_depends, arguments={
+                "summary": "{{tasks.discover.outputs.parameters.summary}}",
+                **{f"results-{c.index}": f"{{{{tasks.{category_task_name(c)}.outputs.parameters.results}}}}"
+                   for c in categories},
+            })
+            del d
+    return holder
+
+
+def compile_certification(cert: Certification, opts: CompileOptions | None = None) -> dict:
+    """The compiled document as a plain dict (what `nvcre compile` prints and the local executor runs)."""
+    return build(cert, opts or CompileOptions()).to_dict()
+
+
+__all__ = ["OUT_DIR", "build", "compile_certification"]

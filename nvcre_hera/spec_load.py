@@ -1,0 +1,257 @@
+"""Load a Certification file and resolve each category's options (global → category → catalog defaults).
+
+Every problem becomes one `InputError` line naming the file and the field path
+(`cert.yaml: spec.categories[1].options.maxBytes: '16 GB' is not a byte size …`).
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from nvcre_hera.api import OPTION_FIELDS, Category, CategoryOptions, Certification
+from nvcre_hera.catalog import CatalogEntry, get_entry, load_catalog
+from nvcre_hera.errors import InputError
+
+# Defaults NVCRE documents for Certification options (nvcre-and-peers.md §1.2); arch-dependent ones stay None
+# here and are resolved at run time, once discovery knows the GPU (gpusPerNode, mlnxPerNode, maxBytes).
+OPTION_DEFAULTS: dict[str, Any] = {
+    "testScale": "full-scale",
+    "numIterations": 100,
+    "numCycles": 10,
+    "maxConcurrent": 0,
+    "minGroupSize": 2,
+    "measurementTimeout": "5m",
+    "repeatCount": 1,
+    "startupStallTimeoutSeconds": 1200,
+    "enableMNNVL": False,
+    "maxSteps": 50,
+    "exitDurationMins": 30,
+    "diagnoseStrategy": "adaptive",
+    "transportCheck": True,
+    "rdmaDeviceAccess": "devicePlugin",
+}
+DIAGNOSE_TIMEOUT = "15m"
+TRAINING_RESOURCES = {"limits": {"cpu": "128", "memory": "800Gi"}, "requests": {"cpu": "64", "memory": "500Gi"}}
+
+
+@dataclass(frozen=True)
+class ResolvedCategory:
+    """One category with its catalog entry and effective options (camelCase keys, defaults applied)."""
+
+    index: int
+    entry: CatalogEntry
+    options: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        return self.entry.key
+
+    @property
+    def thresholds(self) -> dict[str, str]:
+        return dict(self.options.get("thresholds") or {})
+
+
+def _format_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif str(part).startswith(("function-", "literal[", "union[", "str", "int", "bool")):
+            continue  # pydantic's internal union/validator branch names are noise to a user
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _format_error(err: dict[str, Any]) -> str:
+    kind, msg = err["type"], err["msg"]
+    if kind == "extra_forbidden":
+        return "unknown field"
+    if kind == "missing":
+        return "required field is missing"
+    msg = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if kind.endswith("_type") or kind in ("literal_error", "enum"):
+        return f"{msg} (got {err.get('input')!r})"
+    return msg
+
+
+def from_validation_error(exc: ValidationError, source: str) -> InputError:
+    err = exc.errors()[0]
+    path = _format_loc(tuple(err["loc"]))
+    return InputError(_format_error(err), f"{source}: {path}" if path else source)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """Safe YAML only: an unsafe tag (`!!python/…`) is an error, never executed."""
+    try:
+        docs = list(yaml.safe_load_all(text))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{source}: line {mark.line + 1}, column {mark.column + 1}" if mark else source
+        problem = exc.problem or exc.context or "invalid YAML"
+        if "constructor" in problem:
+            problem = f"unsafe or unknown YAML tag ({problem})"
+        raise InputError(problem, where) from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"invalid YAML: {exc}", source) from None
+    docs = [d for d in docs if d is not None]
+    if len(docs) != 1:
+        raise InputError(f"expected exactly one YAML document, found {len(docs)}", source)
+    return docs[0]
+
+
+def parse_certification(text: str, source: str = "<certification>") -> Certification:
+    data = parse_yaml(text, source)
+    if not isinstance(data, dict):
+        raise InputError("a Certification must be a YAML mapping", source)
+    try:
+        cert = Certification.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, source) from None
+    # Cross-field checks run at load time, so `validate` and `compile` catch them; the result is kept.
+    cert._resolved = resolve_categories(cert, source)
+    return cert
+
+
+def load_certification(path: str | Path) -> Certification:
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read file: {getattr(exc, 'strerror', None) or exc}", source) from None
+    return parse_certification(text, source)
+
+
+def _set_fields(options: CategoryOptions | None) -> dict[str, Any]:
+    """The fields a user actually wrote, by their YAML (camelCase) names."""
+    if options is None:
+        return {}
+    dumped = options.model_dump(by_alias=True, exclude_none=True, mode="json")
+    names = {CategoryOptions.model_fields[f].alias or f for f in options.model_fields_set}
+    return {k: v for k, v in dumped.items() if k in names}
+
+
+def global_options(cert: Certification, source: str = "<certification>") -> dict[str, Any]:
+    """Options inlined under `spec` (NVCRE) merged with `spec.options` (announcement); both ways is an error."""
+    spec = cert.spec
+    inline_names = {CategoryOptions.model_fields[f].alias or f for f in spec.model_fields_set if f in OPTION_FIELDS}
+    dumped = spec.model_dump(by_alias=True, exclude_none=True, mode="json")
+    inline = {k: v for k, v in dumped.items() if k in inline_names}
+    nested = _set_fields(spec.options)
+    for key in sorted(set(inline) & set(nested)):
+        raise InputError(f"given both as spec.{key} and spec.options.{key}; set it once", f"{source}: spec.{key}")
+    return {**inline, **nested}
+
+
+def merge_options(global_opts: dict[str, Any], category_opts: dict[str, Any]) -> dict[str, Any]:
+    """Field by field; `workloadMetadata.labels` merge key by key; `resources` replaces whole (as NVCRE does)."""
+    merged = {**global_opts, **category_opts}
+    g_labels = (global_opts.get("workloadMetadata") or {}).get("labels") or {}
+    c_labels = (category_opts.get("workloadMetadata") or {}).get("labels") or {}
+    if g_labels or c_labels:
+        merged["workloadMetadata"] = {"labels": {**g_labels, **c_labels}}
+    return merged
+
+
+def _entry_for(cat: Category, index: int, source: str) -> CatalogEntry:
+    try:
+        return get_entry(cat.domain, cat.variant)
+    except KeyError:
+        known = sorted(load_catalog())
+        domains = sorted({k.split("/")[0] for k in known})
+        if cat.domain not in domains:
+            raise InputError(f"unknown domain {cat.domain!r} (known: {', '.join(domains)})",
+                             f"{source}: spec.categories[{index}].domain") from None
+        variants = [k.split("/")[1] for k in known if k.startswith(cat.domain + "/")]
+        raise InputError(f"unknown variant {cat.variant!r} for domain {cat.domain} (known: {', '.join(variants)})",
+                         f"{source}: spec.categories[{index}].variant") from None
+
+
+@functools.lru_cache(maxsize=1024)
+def _threshold_problem(metric: str, expr: str) -> str | None:
+    from nvcre_hera.thresholds import check_threshold
+
+    try:
+        check_threshold(metric, expr)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def _check_thresholds(thresholds: dict[str, str], entry: CatalogEntry, where: str) -> None:
+    for metric, expr in thresholds.items():
+        if metric not in entry.metrics:
+            raise InputError(f"{entry.key} does not produce metric {metric!r} (it produces: "
+                             f"{', '.join(entry.metrics)})", f"{where}.{metric}")
+        problem = _threshold_problem(metric, expr)
+        if problem:
+            raise InputError(problem, f"{where}.{metric}")
+
+
+def effective_test_scale(entry: CatalogEntry, requested: str) -> str:
+    """Per-node entries always run one job per node; training runs full-scale groups; NCCL entries honour testScale."""
+    if entry.scope == "per-node":
+        return "intra-node"
+    if requested not in entry.test_scales:
+        return entry.test_scales[0] if entry.domain != "communication" else requested
+    return requested
+
+
+def resolve_categories(cert: Certification, source: str = "<certification>") -> list[ResolvedCategory]:
+    if cert._resolved is not None:
+        return list(cert._resolved)
+    glob = global_options(cert, source)
+    global_thresholds = glob.pop("thresholds", None) or {}
+    resolved: list[ResolvedCategory] = []
+    used_global_metrics: set[str] = set()
+    for index, cat in enumerate(cert.spec.categories):
+        entry = _entry_for(cat, index, source)
+        own = _set_fields(cat.options)
+        where = f"{source}: spec.categories[{index}].options"
+        if "testScale" in own and own["testScale"] not in entry.test_scales:
+            raise InputError(f"{entry.key} does not support testScale {own['testScale']} (supported: "
+                             f"{', '.join(entry.test_scales)})", f"{where}.testScale")
+        if "thresholds" in own:
+            _check_thresholds(own["thresholds"], entry, f"{where}.thresholds")
+            thresholds = own["thresholds"]
+        else:  # a global threshold applies to every category that produces its metric
+            thresholds = {m: e for m, e in global_thresholds.items() if m in entry.metrics}
+            used_global_metrics |= set(thresholds)
+        options = {**OPTION_DEFAULTS, **entry.defaults.model_dump(by_alias=True, exclude_none=True),
+                   **merge_options(glob, own)}
+        options["thresholds"] = thresholds
+        options["testScale"] = effective_test_scale(entry, options["testScale"])
+        if options["testScale"] == "diagnose" and "timeoutPerJob" not in {**glob, **own}:
+            options["timeoutPerJob"] = DIAGNOSE_TIMEOUT
+        if entry.domain == "training" and "resources" not in options:
+            options["resources"] = TRAINING_RESOURCES
+        resolved.append(ResolvedCategory(index=index, entry=entry, options=options))
+    for metric, expr in global_thresholds.items():
+        where = f"{source}: spec.thresholds" if "thresholds" not in _set_fields(cert.spec.options) \
+            else f"{source}: spec.options.thresholds"
+        if metric not in used_global_metrics:
+            raise InputError(f"no category produces metric {metric!r}", f"{where}.{metric}")
+        problem = _threshold_problem(metric, expr)
+        if problem:
+            raise InputError(problem, f"{where}.{metric}")
+    return resolved
+
+
+__all__ = [
+    "OPTION_DEFAULTS",
+    "ResolvedCategory",
+    "effective_test_scale",
+    "from_validation_error",
+    "global_options",
+    "load_certification",
+    "merge_options",
+    "parse_certification",
+    "parse_yaml",
+    "resolve_categories",
+]

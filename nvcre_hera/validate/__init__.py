@@ -1,0 +1,1 @@
+"""Proof of validity without a cluster: strict CRD validation and an Argo lint over compiled dicts."""
