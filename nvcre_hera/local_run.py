@@ -1,0 +1,133 @@
+"""`nvcre certify`: compile the Workflow and execute *that dict* locally, in simulated time, on a simulated cluster.
+
+Containers of our step image run the `nvcre-step` functions in process against the simulated cluster, whose clock
+is set to each pod's simulated start; any other container is an explicit error. Exit codes: 0 PASSED, 1 FAILED or
+INCOMPLETE, 2 bad input.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shlex
+import sys
+from contextlib import redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from nvcre_hera.errors import InputError, UnsupportedConstruct
+
+DEFAULT_CLUSTER = Path(__file__).resolve().parent.parent / "examples" / "clusters" / "healthy-h100-16.yaml"
+
+
+@dataclass
+class LocalRun:
+    """What a local certification produced: the workflow, its run, the report and the simulated cluster."""
+
+    workflow: dict
+    run: object
+    report: dict | None
+    cluster: object
+
+    @property
+    def result(self) -> str:
+        return (self.report or {}).get("result", "FAILED")
+
+
+def step_pod_runner(cluster, step_image: str) -> Callable:
+    """Map a container of our step image to `nvcre-step` in process; the pod's run time is the clock's advance."""
+    from nvcre_hera.executor import PodResult
+    from nvcre_hera.steps.io import Outputs
+    from nvcre_hera.steps.main import main as step_main
+
+    def run(req) -> PodResult:
+        if req.image != step_image or req.command != ["nvcre-step"]:
+            raise UnsupportedConstruct(f"template {req.template}: the local run only executes containers of the "
+                                       f"step image {step_image}, not {req.image} {shlex.join(req.command)}")
+        cluster.set_clock(req.start_time)
+        lines: list[str] = []
+        outputs = Outputs(_out_dir(req.args), in_memory=True)
+        stray = io.StringIO()
+        with redirect_stdout(stray):  # a step prints through `log`; anything else is captured, not lost
+            code = step_main(req.args, cluster=cluster, outputs=outputs, log=lines.append)
+        stdout = "\n".join(lines) + stray.getvalue()
+        return PodResult(exit_code=code, stdout=stdout, files=outputs.files,
+                         duration_s=max(0.0, cluster.now() - req.start_time) + 1.0)
+
+    return run
+
+
+def _out_dir(args: list[str]) -> str:
+    return args[args.index("--out") + 1] if "--out" in args else "/tmp/nvcre"
+
+
+def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: str | None = None,
+              on_event: Callable[[str], None] | None = None) -> LocalRun:
+    from nvcre_hera.compile.plan import CompileOptions
+    from nvcre_hera.compile.workflow import compile_certification
+    from nvcre_hera.executor import run_workflow
+    from nvcre_hera.sim.cluster import load_sim_cluster
+    from nvcre_hera.spec_load import load_certification
+
+    cert = load_certification(cert_path)
+    cluster = load_sim_cluster(cluster_path or DEFAULT_CLUSTER)
+    opts = CompileOptions(namespace=cert.metadata.namespace or "nvcre", step_image=step_image or "")
+    workflow = compile_certification(cert, opts)
+    runnable = json.loads(json.dumps(workflow))
+    runnable["metadata"]["name"] = f"{cert.metadata.name}-local"
+    run = run_workflow(runnable, step_pod_runner(cluster, opts.step_image), on_event=on_event)
+    # The judge exits non-zero on a failed certification; its outputs are still collected (as Argo does).
+    judged = sorted(run.nodes_of("judge"), key=lambda n: n.started)
+    reports = [n.outputs.get("parameters", {}).get("report") for n in judged]
+    reports = [r for r in reports if r and r != "{}"]
+    report = json.loads(reports[-1]) if reports else None
+    if report is not None:
+        report["execution"] = {
+            "engine": "nvcre-hera local executor (simulated time)",
+            "workflowPhase": run.phase,
+            "simulatedWallTimeSec": round(run.wall_time_s, 1),
+            "podsStarted": run.pods_started,
+            "jobObjectsCreated": cluster.jobs_created,
+            "jobObjectsLeftBehind": cluster.jobs_alive(),
+            "storedParameterBytes": run.parameter_bytes,
+        }
+    return LocalRun(workflow=workflow, run=run, report=report, cluster=cluster)
+
+
+def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out", quiet: bool = False,
+            step_image: str | None = None) -> int:
+    import yaml
+
+    from nvcre_hera.report import render
+
+    def progress(line: str) -> None:
+        # Argo names fan-out children after their item (`test(0:{"id":"g0","nodes":[…]})`): keep the index only.
+        print(re.sub(r"\((\d+):[^)]*\)", r"(\1)", line), flush=True)
+
+    if cluster is not None and not Path(cluster).is_file():
+        raise InputError("no such file", cluster)
+    local = run_local(cert_path, cluster, step_image=step_image, on_event=None if quiet else progress)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    (out / "workflow.yaml").write_text(yaml.dump(local.workflow, Dumper=dumper, sort_keys=False, width=120))
+    if local.report is None:
+        print(f"nvcre: the workflow ended {local.run.phase} before the judge wrote a report: "
+              f"{local.run.message}", file=sys.stderr)
+        return 1
+    (out / "report.json").write_text(render(local.report, "json"))
+    card = render(local.report, "text")
+    (out / "report.txt").write_text(card)
+    ex = local.report["execution"]
+    print()
+    print(card.rstrip("\n"))
+    print(f"Local run: workflow {ex['workflowPhase']}, {ex['simulatedWallTimeSec']:.0f}s simulated, "
+          f"{ex['podsStarted']} pods, {ex['jobObjectsCreated']} job objects created, "
+          f"{ex['jobObjectsLeftBehind']} left behind, {ex['storedParameterBytes']} bytes of stored parameters")
+    print(f"Wrote {out / 'report.json'}, {out / 'report.txt'} and {out / 'workflow.yaml'}")
+    return 0 if local.result == "PASSED" else 1
+
+
+__all__ = ["DEFAULT_CLUSTER", "LocalRun", "certify", "run_local", "step_pod_runner"]

@@ -1,0 +1,23 @@
+"""`nvcre-step cleanup` (the Workflow's onExit): delete every job object this workflow created that still exists,
+and say so. Runs whatever the workflow's outcome; nothing is left behind on the cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from nvcre_hera.cluster.base import MANAGED_BY_LABEL, MANAGED_BY_VALUE, WORKFLOW_LABEL, Cluster
+from nvcre_hera.steps.io import Outputs
+
+
+def cleanup(workflow_name: str, status: str, cluster: Cluster, out: Outputs, log: Callable[[str], None]) -> int:
+    leftover = cluster.list_jobs({MANAGED_BY_LABEL: MANAGED_BY_VALUE, WORKFLOW_LABEL: workflow_name})
+    deleted = [name for name in leftover if cluster.delete_job(name)]
+    remaining = cluster.list_jobs({MANAGED_BY_LABEL: MANAGED_BY_VALUE, WORKFLOW_LABEL: workflow_name})
+    log(f"cleanup: workflow {workflow_name} {status}: {len(leftover)} job object(s) left by the tests, "
+        f"{len(deleted)} deleted, {len(remaining)} remaining")
+    out.write("cleanup", {"found": leftover, "deleted": deleted, "remaining": remaining})
+    return 0 if not remaining else 1
+
+
+__all__ = ["cleanup"]

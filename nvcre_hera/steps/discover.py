@@ -1,0 +1,87 @@
+"""`nvcre-step discover`: list nodes, apply the target filters, detect platform and GPU, exclude (and record)
+nodes that cannot take part, and build each category's groups for its testScale.
+
+Excluded nodes make the verdict INCOMPLETE (never a silent PASS): unschedulable or NotReady nodes, nodes of a
+minority GPU architecture, nodes with fewer allocatable GPUs than the categories need.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from nvcre_hera.catalog import gpu_defaults
+from nvcre_hera.cluster.base import Cluster
+from nvcre_hera.grouping import Exclusion, allocatable_gpus, build_groups, select_nodes
+from nvcre_hera.platform import GPU_PRODUCT_LABEL, detect_architecture, detect_platform, node_labels, node_name
+from nvcre_hera.steps.io import Outputs
+
+
+def _architecture_filter(nodes: list[dict], product: str | None) -> tuple[list[dict], list[Exclusion]]:
+    keep, excluded = [], []
+    for node in nodes:
+        own = node_labels(node).get(GPU_PRODUCT_LABEL)
+        if product is None or own == product:
+            keep.append(node)
+        else:
+            excluded.append(Exclusion(node_name(node), "MinorityArchitecture",
+                                      f"GPU {own or 'unknown (no ' + GPU_PRODUCT_LABEL + ' label)'} differs from "
+                                      f"the majority {product}"))
+    return keep, excluded
+
+
+def _gpu_filter(nodes: list[dict], needed: int) -> tuple[list[dict], list[Exclusion]]:
+    keep, excluded = [], []
+    for node in nodes:
+        have = allocatable_gpus(node)
+        if have >= needed:
+            keep.append(node)
+        else:
+            excluded.append(Exclusion(node_name(node), "InsufficientGPUs",
+                                      f"{have} allocatable nvidia.com/gpu, the categories need {needed}"))
+    return keep, excluded
+
+
+def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable[[str], None]) -> int:
+    all_nodes = cluster.list_nodes()
+    selection = select_nodes(all_nodes, plan.get("target") or {})
+    try:
+        platform = detect_platform(selection.selected)
+    except ValueError as exc:
+        log(f"discover: {exc}")
+        return 1
+    arch, product = detect_architecture(selection.selected)
+    nodes, minority = _architecture_filter(selection.selected, product)
+    defaults = gpu_defaults(arch)
+    needed = max([int(c["options"].get("gpusPerNode") or defaults["gpusPerNode"]) for c in plan["categories"]],
+                 default=defaults["gpusPerNode"])
+    nodes, short = _gpu_filter(nodes, needed)
+    excluded = selection.excluded + minority + short
+    summary_categories = []
+    for cat in plan["categories"]:
+        opts = cat["options"]
+        size = opts.get("nodesPerJob")
+        groups = build_groups(nodes, opts["testScale"], min(size, len(nodes)) if size else None) if nodes else []
+        out.write(f"groups-{cat['index']}", groups)
+        summary_categories.append({"index": cat["index"], "testScale": opts["testScale"], "groups": len(groups),
+                                   "nodesPerJob": max((len(g["nodes"]) for g in groups), default=0)})
+    summary = {
+        "platform": platform, "gpu": arch or "unknown", "gpuProduct": product,
+        "totalNodes": len(selection.selected) + len(selection.excluded),
+        "selectedNodes": len(nodes),
+        "excludedNodes": [e.to_dict() for e in sorted(excluded, key=lambda e: e.name)],
+        "categories": summary_categories,
+    }
+    out.write("summary", summary)
+    out.write("platform", platform)
+    out.write("gpu", arch or "unknown")
+    log(f"discover: {len(nodes)} of {summary['totalNodes']} target nodes ({len(all_nodes)} in the cluster), "
+        f"platform {platform}, GPU {product or 'unknown'}")
+    for e in excluded:
+        log(f"discover: excluded {e.name}: {e.reason} ({e.message})")
+    for c in summary_categories:
+        log(f"discover: category {c['index']}: {c['groups']} group(s) of up to {c['nodesPerJob']} node(s), "
+            f"{c['testScale']}")
+    return 0
+
+
+__all__ = ["discover"]

@@ -1,0 +1,27 @@
+"""Where a step writes its output parameters: files in a pod (read by Argo's `valueFrom.path`), a dict in process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+class Outputs:
+    """Output parameters of one step, written as files under `out_dir` (or only kept in memory)."""
+
+    def __init__(self, out_dir: str, *, in_memory: bool = False) -> None:
+        self.out_dir = out_dir
+        self.in_memory = in_memory
+        self.files: dict[str, str] = {}
+
+    def write(self, name: str, value: Any) -> None:
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), sort_keys=True)
+        path = f"{self.out_dir.rstrip('/')}/{name}"
+        self.files[path] = text
+        if not self.in_memory:
+            Path(self.out_dir).mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text)
+
+
+__all__ = ["Outputs"]

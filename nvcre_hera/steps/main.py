@@ -1,0 +1,94 @@
+"""`nvcre-step discover|run|judge|cleanup`: argument parsing and wiring; the work is in the step modules.
+
+In a pod the step talks to the real cluster (`KubeCluster`) and writes output files; the local executor calls
+`main(argv, cluster=sim, outputs=...)` in process with the simulated cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Callable
+
+from nvcre_hera.cluster.base import Cluster
+from nvcre_hera.steps.io import Outputs
+
+
+def _json_arg(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc.msg} at position {exc.pos}") from None
+
+
+def _results_arg(text: str) -> tuple[int, object]:
+    index, sep, payload = text.partition("=")
+    if not sep or not index.isdigit():
+        raise argparse.ArgumentTypeError("expected INDEX=JSON")
+    return int(index), _json_arg(payload)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nvcre-step", description="Steps of an nvcre-hera certification workflow.")
+    sub = parser.add_subparsers(dest="step", required=True)
+    p = sub.add_parser("discover")
+    p.add_argument("--plan", type=_json_arg, required=True)
+    p.add_argument("--out", default="/tmp/nvcre")
+    p.add_argument("--namespace", default=None)
+    p = sub.add_parser("run")
+    p.add_argument("--plan", type=_json_arg, required=True)
+    p.add_argument("--category", type=int, required=True)
+    p.add_argument("--group", type=_json_arg, required=True)
+    p.add_argument("--platform", required=True)
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--workflow-name", required=True)
+    p.add_argument("--workflow-uid", required=True)
+    p.add_argument("--namespace", required=True)
+    p.add_argument("--out", default="/tmp/nvcre")
+    p = sub.add_parser("judge")
+    p.add_argument("--plan", type=_json_arg, required=True)
+    p.add_argument("--summary", type=_json_arg, required=True)
+    p.add_argument("--results", type=_results_arg, action="append", default=[])
+    p.add_argument("--out", default="/tmp/nvcre")
+    p = sub.add_parser("cleanup")
+    p.add_argument("--workflow-name", required=True)
+    p.add_argument("--namespace", required=True)
+    p.add_argument("--status", default="Unknown")
+    p.add_argument("--out", default="/tmp/nvcre")
+    return parser
+
+
+def main(argv: list[str] | None = None, *, cluster: Cluster | None = None, outputs: Outputs | None = None,
+         log: Callable[[str], None] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = outputs or Outputs(args.out)
+    say = log or (lambda line: print(line, flush=True))
+    if cluster is None and args.step != "judge":
+        from nvcre_hera.cluster.kube import KubeCluster
+
+        cluster = KubeCluster(namespace=getattr(args, "namespace", None))
+    if args.step == "discover":
+        from nvcre_hera.steps.discover import discover
+
+        return discover(args.plan, cluster, out, say)
+    if args.step == "run":
+        from nvcre_hera.jobs import JobContext
+        from nvcre_hera.steps.run import run_test
+
+        gang = args.plan.get("gangScheduler") or {}
+        ctx = JobContext(args.workflow_name, args.workflow_uid, args.namespace, args.platform,
+                         None if args.gpu == "unknown" else args.gpu, gang.get("schedulerName"), gang.get("queue"),
+                         gang.get("queueLabelKey"), args.plan.get("priorityClassName"))
+        return run_test(args.plan, args.category, args.group, ctx, cluster, out, say)
+    if args.step == "judge":
+        from nvcre_hera.steps.verdict import judge_step
+
+        return judge_step(args.plan, args.summary, dict(args.results), out, say)
+    from nvcre_hera.steps.cleanup import cleanup
+
+    return cleanup(args.workflow_name, args.status, cluster, out, say)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""`nvcre-step run`: one test of one group — create the job object (owned by the Workflow), watch it and the
+group's nodes, stream the launcher log to stdout (the Argo UI shows it), parse it, write a small metrics JSON,
+delete the job. `repeatCount` repeats it. A failed test is data: the step still exits 0 and the judge decides.
+
+Blame (NVCRE's reasons): a node that turns unschedulable or NotReady during the run → HardwareFailureDetected for
+that node only; a non-zero exit, a stall or a timeout → WorkloadFailed for the whole group.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from nvcre_hera.catalog import CatalogEntry, get_entry, platform_settings
+from nvcre_hera.cluster.base import Cluster, JobOutcome
+from nvcre_hera.jobs import JobContext, plan_job
+from nvcre_hera.jobs.base import backend_for
+from nvcre_hera.parsers import reasons as reason_rules
+from nvcre_hera.steps.io import Outputs
+from nvcre_hera.units import parse_duration
+
+LOG_TAIL_LINES = 20
+# The pod's stdout is what the Argo UI shows, and Argo also keeps it as `outputs.result` in the Workflow object:
+# print the end of the launcher log (nccl-tests' table and footer, or the failure), not megabytes of NCCL INFO.
+STREAM_LINES = 60
+MEASUREMENT_POLL_S = 10.0
+
+
+def _parse(entry: CatalogEntry, text: str) -> dict[str, Any]:
+    if entry.parser == "nccl":
+        from nvcre_hera.parsers.nccl import parse_nccl
+
+        return parse_nccl(text)
+    if entry.parser == "dcgm":
+        from nvcre_hera.parsers.dcgm import parse_dcgm
+
+        return parse_dcgm(text)
+    from nvcre_hera.parsers.training import parse_training
+
+    return parse_training(text)
+
+
+def _log_reasons(entry: CatalogEntry, parsed: dict, platform: str, options: dict) -> list[dict]:
+    if entry.parser == "nccl":
+        # A job that never leaves the node (intra-node, NVSwitch loopback) uses no network: nothing to check.
+        fabric = platform_settings(platform).get("fabric") if entry.test != "loopback_nvswitch" else None
+        return reason_rules.nccl_reasons(parsed, fabric, bool(options.get("transportCheck", True)))
+    if entry.parser == "dcgm":
+        return reason_rules.dcgm_reasons(parsed)
+    return reason_rules.training_reasons(parsed)
+
+
+def _outcome_reasons(outcome: JobOutcome, timeout_s: float) -> list[dict]:
+    reasons = [{"node": node, "reason": "HardwareFailureDetected",
+                "message": f"node became {state} after {outcome.elapsed_s:.0f}s of the test"}
+               for node, state in sorted(outcome.unhealthy_nodes.items())]
+    if reasons:
+        return reasons
+    if outcome.phase == "TimedOut":
+        return [{"node": None, "reason": "WorkloadFailed",
+                 "message": f"timed out after {timeout_s:.0f}s (timeoutPerJob)"}]
+    if outcome.phase == "Stalled":
+        return [{"node": None, "reason": "WorkloadFailed",
+                 "message": f"stalled: no new training step after {outcome.elapsed_s:.0f}s"}]
+    if outcome.phase == "Failed":
+        code = "" if outcome.exit_code is None else f" with exit code {outcome.exit_code}"
+        return [{"node": None, "reason": "WorkloadFailed", "message": f"launcher failed{code}"}]
+    return []
+
+
+def _stall_check(entry: CatalogEntry, options: dict) -> Callable[[str, float], bool] | None:
+    if entry.parser != "training":
+        return None
+    from nvcre_hera.parsers.training import detect_stall, last_step_progress
+
+    startup = float(options.get("startupStallTimeoutSeconds") or 1200)
+    seen = {"steps": 0, "at": 0.0}  # the watcher calls us with the log so far and seconds since the job started
+
+    def check(log: str, elapsed: float) -> bool:
+        steps, _ = last_step_progress(log)
+        if steps != seen["steps"]:
+            seen.update(steps=steps, at=elapsed)
+        if steps == 0:
+            return elapsed > startup
+        return detect_stall(log, elapsed - seen["at"], 3.0)
+
+    return check
+
+
+def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: float) -> tuple[str, dict]:
+    """The launcher log and its parse; after success, keep reading until data shows up or `wait_s` passes."""
+    text = cluster.job_log(name)
+    parsed = _parse(entry, text)
+    sleep = getattr(cluster, "sleep", None)  # the simulator's logs are complete at once; real logs may lag
+    deadline = cluster.now() + wait_s
+    while sleep and not reason_rules.metrics_from(entry.parser, parsed) and cluster.now() < deadline:
+        sleep(MEASUREMENT_POLL_S)
+        text = cluster.job_log(name)
+        parsed = _parse(entry, text)
+    return text, parsed
+
+
+def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobContext, cluster: Cluster,
+             out: Outputs, log: Callable[[str], None]) -> int:
+    cat = next(c for c in plan["categories"] if c["index"] == category_index)
+    entry = get_entry(cat["domain"], cat["variant"])
+    options = cat["options"]
+    backend = backend_for(entry)
+    results = []
+    for repeat in range(int(options.get("repeatCount") or 1)):
+        job = plan_job(entry, category_index, options, group, repeat, ctx)
+        started = cluster.now()
+        name = cluster.create_job(backend.manifest(job))
+        log(f"run: {entry.key} group {group['id']} ({len(job.nodes)} node(s)) repeat {repeat}: created "
+            f"{backend.kind} {name}")
+        outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
+        text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]))
+        _stream_log(text, log)
+        reasons = _outcome_reasons(outcome, job.timeout_s)
+        if not any(r["node"] is None for r in reasons):
+            reasons += _log_reasons(entry, parsed, ctx.platform, options)
+        deleted = cluster.delete_job(name)
+        metrics = reason_rules.metrics_from(entry.parser, parsed)
+        status = "failed" if reasons else "ok"
+        results.append({
+            "category": entry.key, "group": group["id"], "nodes": job.nodes, "status": status,
+            "metrics": metrics, "samples": _samples(parsed) if entry.parser == "nccl" else [],
+            "reasons": reasons, "runtimeSec": round(cluster.now() - started, 1), "jobName": name,
+            "jobDeleted": deleted, "logTail": "\n".join(text.splitlines()[-LOG_TAIL_LINES:]),
+            "repeat": repeat, "transport": parsed.get("transport"),
+        })
+        summary = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()) or "no measurement"
+        log(f"run: {name} {outcome.phase} after {outcome.elapsed_s:.0f}s: {summary}; "
+            f"{'; '.join(r['reason'] for r in reasons) or 'no problems'}; job deleted: {deleted}")
+    out.write("metrics", results)
+    return 0
+
+
+def _stream_log(text: str, log: Callable[[str], None]) -> None:
+    lines = text.splitlines()
+    shown = lines[-STREAM_LINES:]
+    log(f"--- launcher log ({len(shown)} of {len(lines)} lines) ---")
+    for line in shown:
+        log(line)
+    log("--- end of launcher log ---")
+
+
+def _samples(parsed: dict) -> list[dict]:
+    """Out-of-place bandwidth by message size: the card's bandwidth table (largest sizes matter most)."""
+    rows = []
+    for row in parsed.get("rows") or []:
+        oop = row.get("outOfPlace") or {}
+        if oop.get("busBandwidthGBps") is None:
+            continue
+        rows.append({"sizeBytes": row.get("sizeBytes"), "algBandwidthGBps": oop.get("algBandwidthGBps"),
+                     "busBandwidthGBps": oop.get("busBandwidthGBps"), "samples": 1})
+    return rows[-8:]
+
+
+__all__ = ["run_test"]

@@ -1,0 +1,54 @@
+"""`nvcre-step judge`: CEL thresholds over every group's metrics, per-node reasons, the report JSON and card.
+Exits non-zero unless the result is PASSED, so the Workflow's own phase carries the verdict (a DAG whose failed test
+is followed by a successful step would otherwise end Succeeded).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from nvcre_hera.catalog import get_entry
+from nvcre_hera.judge import judge
+from nvcre_hera.report.card import render_card
+from nvcre_hera.steps.io import Outputs
+
+
+def _flatten(per_group: Any) -> list[dict] | None:
+    """A fan-out's aggregated output is a list with one item per group, each the list of that group's repeats."""
+    if per_group is None:
+        return None
+    flat: list[dict] = []
+    for item in per_group:
+        if isinstance(item, list):
+            flat.extend(r for r in item if isinstance(r, dict))
+        elif isinstance(item, dict):
+            flat.append(item)
+    return flat
+
+
+def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out: Outputs,
+               log: Callable[[str], None]) -> int:
+    by_index = {c["index"]: c for c in summary.get("categories") or []}
+    categories = []
+    for cat in plan["categories"]:
+        entry = get_entry(cat["domain"], cat["variant"])
+        disc = by_index.get(cat["index"], {})
+        flat = _flatten(results.get(cat["index"]))
+        if flat == [] and summary.get("selectedNodes", 0) == 0:
+            flat = None  # nothing could be tested: the category has no results, never a vacuous pass
+        categories.append({
+            "domain": cat["domain"], "variant": cat["variant"], "testScale": cat["options"]["testScale"],
+            "nodesPerJob": disc.get("nodesPerJob", 0), "enableMNNVL": bool(cat["options"].get("enableMNNVL")),
+            "thresholds": cat["options"].get("thresholds") or {}, "metricNames": list(entry.metrics),
+            "results": flat,
+        })
+    report = judge(plan["name"], summary, categories)
+    card = render_card(report)
+    for line in card.splitlines():
+        log(line)
+    out.write("report", report)
+    out.write("result", report["result"])
+    return 0 if report["result"] == "PASSED" else 1
+
+
+__all__ = ["judge_step"]
