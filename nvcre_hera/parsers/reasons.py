@@ -1,0 +1,138 @@
+"""Reasons and threshold metrics derived from parsed results (the judge's input; NVCRE's reason spelling).
+
+Each reason is `{"node": None, "reason": str, "message": str}`; the runner fills `node` when it knows which node
+the test ran on. Reasons:
+
+- `DataCorruption`: nccl-tests counted wrong values (#wrong > 0) or printed `# Out of bounds values : N FAILED`.
+- `WorkloadFailed`: NCCL/CUDA test failure, an MPI abort banner (unless it only follows DataCorruption:
+  nccl-tests exits non-zero on wrong data), NCCL WARN lines in a run that never printed its table, a training
+  loss that became NaN, or `dcgmi diag` that could not run (`Error: ...`).
+- `MeasurementNotFound`: nothing measurable: no nccl-tests rows and no error, no training step, no diag result.
+- `DiagnosticFailed`: a `dcgmi diag` test failed; the message names the test and the GPUs.
+- `TransportMismatch`: NCCL used `NET/Socket` (TCP) although the platform's fabric is InfiniBand, EFA or RoCE
+  (`expected_fabric` in ib/infiniband/efa/roce, case-insensitive): the fast fabric was not used, so bandwidth
+  numbers do not certify it. It needs NCCL_DEBUG=INFO lines (else `transport` is null and nothing is said).
+  Switch it off with the option `transportCheck: false` (here `transport_check=False`), e.g. for a platform
+  that runs NCCL over TCP on purpose.
+
+`metrics_from(kind, result)` gives only the numbers that are present; a missing metric stays missing so the judge
+fails closed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+FAST_FABRICS = frozenset({"ib", "infiniband", "efa", "roce"})
+_ABORT_BANNERS = ("Primary job", "mpirun noticed", "mpirun detected", "prterun noticed", "prterun detected")
+_MSG_MAX = 300
+
+
+def _reason(reason: str, message: str) -> dict[str, Any]:
+    message = " ".join(message.split())
+    if len(message) > _MSG_MAX:
+        message = message[: _MSG_MAX - 3] + "..."
+    return {"node": None, "reason": reason, "message": message}
+
+
+def _is_fatal(line: str) -> bool:
+    return "NCCL WARN" not in line
+
+
+def nccl_reasons(result: dict[str, Any], expected_fabric: str | None = None,
+                 transport_check: bool = True) -> list[dict[str, Any]]:
+    """Reasons for one nccl-tests result (see the module docstring for what triggers each)."""
+    out: list[dict[str, Any]] = []
+    test = result.get("test") or "nccl-tests"
+    rows = result.get("rows") or []
+    errors = [str(e) for e in result.get("errors") or []]
+    wrong = result.get("wrong") or 0
+    oob = result.get("outOfBounds") or {}
+    corrupt = []
+    if wrong > 0:
+        corrupt.append(f"{wrong} wrong values")
+    if oob and not oob.get("ok", True):
+        corrupt.append(f"out of bounds values: {oob.get('count')} FAILED")
+    if corrupt:
+        out.append(_reason("DataCorruption", f"{test}: " + "; ".join(corrupt)))
+    fatal = [e for e in errors if _is_fatal(e)]
+    if corrupt and all(e.startswith(_ABORT_BANNERS) for e in fatal):
+        fatal = []  # nccl-tests exits non-zero on wrong data: the abort banner is the consequence, not a 2nd cause
+    if fatal:
+        out.append(_reason("WorkloadFailed", f"{test}: {fatal[0]}"))
+    elif errors and (not rows or result.get("avgBusBandwidthGBps") is None):
+        what = "no result table" if not rows else "the run did not finish"
+        out.append(_reason("WorkloadFailed", f"{test}: {what}; {errors[0]}"))
+    elif not errors and result.get("busBandwidthGBps") is None and not corrupt:
+        what = "no result rows" if not rows else "no bandwidth value in the result rows"
+        out.append(_reason("MeasurementNotFound", f"{test}: {what}"))
+    fabric = (expected_fabric or "").strip().lower()
+    if transport_check and fabric in FAST_FABRICS and result.get("transport") == "NET/Socket":
+        out.append(_reason("TransportMismatch",
+                           f"{test}: NCCL used NET/Socket but the platform fabric is {expected_fabric} "
+                           "(set transportCheck: false if TCP is intended)"))
+    return out
+
+
+def dcgm_reasons(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One DiagnosticFailed per failed diag test; WorkloadFailed when dcgmi errored; MeasurementNotFound if empty."""
+    status = result.get("status")
+    out: list[dict[str, Any]] = []
+    for test in result.get("tests") or []:
+        if test.get("status") != "fail":
+            continue
+        gpus = sorted((int(g) for g, st in (test.get("gpus") or {}).items() if st == "fail"))
+        where = f" on GPU {','.join(str(g) for g in gpus)}" if gpus else ""
+        warnings = test.get("warnings") or []
+        detail = f": {warnings[0]}" if warnings else ""
+        out.append(_reason("DiagnosticFailed", f'dcgmi diag: test "{test.get("name")}" failed{where}{detail}'))
+    if out:
+        return out
+    if status == "error":
+        errors = result.get("errors") or ["unknown error"]
+        out.append(_reason("WorkloadFailed", f"dcgmi diag could not run: {errors[0]}"))
+    elif status != "pass":
+        out.append(_reason("MeasurementNotFound", "dcgmi diag: no complete diagnostic result in the output"))
+    return out
+
+
+def training_reasons(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """WorkloadFailed for a NaN loss; MeasurementNotFound when no training step was logged."""
+    out: list[dict[str, Any]] = []
+    if result.get("lossNaN"):
+        at = result.get("lossNaNAtIteration")
+        out.append(_reason("WorkloadFailed", "training loss became NaN" + (f" at iteration {at}" if at else "")))
+    if not result.get("iterations"):
+        out.append(_reason("MeasurementNotFound", "training: no iteration lines in the log"))
+    return out
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+_METRICS = {
+    "nccl": ("busBandwidthGBps", "algBandwidthGBps"),
+    "training": ("avgTFLOPsPerGPU", "avgStepTimeSec", "goodputRatio"),
+}
+
+
+def metrics_from(kind: str, result: dict[str, Any]) -> dict[str, float]:
+    """The threshold metrics a parsed result yields; absent or null values are left out (the judge fails closed)."""
+    if kind == "dcgm":
+        status = result.get("status")
+        return {"dcgmPassed": 1.0 if status == "pass" else 0.0} if status in ("pass", "fail") else {}
+    if kind not in _METRICS:
+        raise ValueError(f"unknown result kind {kind!r} (use nccl, dcgm or training)")
+    out: dict[str, float] = {}
+    for key in _METRICS[kind]:
+        val = _num(result.get(key))
+        if val is not None:
+            out[key] = val
+    return out
+
+
+__all__ = ["FAST_FABRICS", "dcgm_reasons", "metrics_from", "nccl_reasons", "training_reasons"]
