@@ -1,0 +1,332 @@
+"""The verdict: CEL thresholds over each group's metrics, per-node reasons, and the report JSON.
+
+Pure: plain dicts in (the discover summary, each category's run-step metrics, see docs/internals.md), one plain
+dict out (`kind: CertificationReport`, see DESIGN.md "Contracts"). Blame follows NVCRE (reference §1.4): a group
+reason (node null, ThresholdViolation, MeasurementNotFound) names every node of the group; a node reason
+(HardwareFailureDetected, …) names only that node.
+
+Decisions, so a reader need not reverse-engineer them:
+- Thresholds are judged only on runs whose workload succeeded (NVCRE: ThresholdViolation is "a CEL threshold failed
+  after the workload succeeded"); a failed workload already fails its group, so it gets no MeasurementNotFound noise.
+- Fail closed: a threshold with no value, a CEL that does not compile or errors while evaluating fails the group.
+- Several repeats of one group: the group fails if any repeat fails, and each message says which repeat.
+- Category metrics (min/max/mean) and the bandwidth table use runs whose workload succeeded; each group's own
+  `metrics` keep the worst value over its repeats, whatever happened.
+- `runtimeSec` of a category is the category's own `runtimeSec` when the caller knows the wall time, else the sum
+  of its jobs' runtimes (machine time).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from nvcre_hera.thresholds import compile_threshold, evaluate
+
+API_VERSION = "nvcre-hera.dev/v1alpha1"
+KIND = "CertificationReport"
+
+# The reason a failed group or category is filed under: the most specific first (NVCRE: HardwareFailed wins).
+REASON_PRECEDENCE = ("HardwareFailureDetected", "DataCorruption", "TransportMismatch", "DiagnosticFailed",
+                     "WorkloadFailed", "ThresholdViolation", "MeasurementNotFound")
+NO_RESULTS_MESSAGE = "no results: the test step did not complete"
+EMPTY_RESULTS_MESSAGE = "no results: no test ran for this category"
+LOG_TAIL_LINES = 20
+LOG_TAIL_BYTES = 4096
+# Metrics where a smaller value is better (times, latencies): "worst" is then the largest.
+_LOWER_IS_BETTER = re.compile(r"(Sec|Ms|Us|Seconds|Latency|Errors?|Count)$")
+
+
+def _lower_is_better(metric: str) -> bool:
+    return bool(_LOWER_IS_BETTER.search(metric))
+
+
+def _worst(metric: str, values: Iterable[float]) -> float | None:
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return None
+    if any(math.isnan(v) for v in vals):
+        return math.nan
+    return max(vals) if _lower_is_better(metric) else min(vals)
+
+
+def _number(value: Any) -> float | None:
+    """A metric value as float, or None when absent or not a number (strings never pass a threshold)."""
+    if isinstance(value, bool):
+        return 1.0 if value else 0.0
+    if isinstance(value, (int, float)):
+        return float(value)
+    return None
+
+
+def _natural_key(name: str) -> list[Any]:
+    """g2 before g10: group names carry indexes."""
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(name))]
+
+
+def _precedence(reason: str) -> tuple[int, str]:
+    return (REASON_PRECEDENCE.index(reason) if reason in REASON_PRECEDENCE else len(REASON_PRECEDENCE), reason)
+
+
+def _log_tail(text: Any) -> str:
+    if not text:
+        return ""
+    lines = str(text).rstrip("\n").splitlines()[-LOG_TAIL_LINES:]
+    tail = "\n".join(lines)
+    return tail[-LOG_TAIL_BYTES:]
+
+
+def _fmt4(value: float) -> str:
+    return f"{value:.4f}"
+
+
+def _threshold_reasons(thresholds: dict[str, Any], compiled: dict[str, Any], metrics: dict[str, Any]) -> list[dict]:
+    """Group reasons (node null) from the thresholds on one successful run; empty when all pass."""
+    reasons = []
+    for metric, expr in thresholds.items():
+        value = _number(metrics.get(metric))
+        if value is None:
+            reasons.append({"node": None, "reason": "MeasurementNotFound",
+                            "message": f'Threshold "{metric}" has no measurement'})
+            continue
+        program = compiled[metric]
+        try:
+            if isinstance(program, str):
+                raise ValueError(program)
+            ok = evaluate(program, value)
+        except ValueError as err:
+            reasons.append({"node": None, "reason": "ThresholdViolation",
+                            "message": f'Threshold "{metric}" could not be evaluated: measured {_fmt4(value)}, '
+                                       f"expression: {expr} ({err})"})
+            continue
+        if not ok:
+            reasons.append({"node": None, "reason": "ThresholdViolation",
+                            "message": f'Threshold "{metric}" violated: measured {_fmt4(value)}, expression: {expr}'})
+    return reasons
+
+
+def _run_reasons(run: dict, thresholds: dict, compiled: dict) -> tuple[bool, list[dict]]:
+    """(workload ok, reasons) for one run: its own reasons, else the thresholds' verdict."""
+    reasons = [{"node": r.get("node"), "reason": str(r.get("reason") or "WorkloadFailed"),
+                "message": str(r.get("message") or "")} for r in (run.get("reasons") or [])]
+    if str(run.get("status", "ok")) != "ok" and not reasons:
+        reasons.append({"node": None, "reason": "WorkloadFailed",
+                        "message": f"the test reported status {run.get('status')!r} without a reason"})
+    if reasons:
+        return False, reasons
+    return True, _threshold_reasons(thresholds, compiled, run.get("metrics") or {})
+
+
+def _judge_group(name: str, runs: list[dict], thresholds: dict, compiled: dict) -> tuple[dict, list[dict]]:
+    """The group entry for the report, and the runs whose workload succeeded (for category metrics)."""
+    runs = sorted(runs, key=lambda r: int(r.get("repeat") or 0))
+    nodes: list[str] = []
+    for run in runs:
+        nodes.extend(n for n in run.get("nodes") or [] if n not in nodes)
+    reasons: list[dict] = []
+    ok_runs: list[dict] = []
+    failed_logs: list[str] = []
+    for run in runs:
+        workload_ok, run_reasons = _run_reasons(run, thresholds, compiled)
+        if workload_ok:
+            ok_runs.append(run)
+        if run_reasons and len(runs) > 1:
+            prefix = f"repeat {int(run.get('repeat') or 0) + 1} of {len(runs)}: "
+            run_reasons = [{**r, "message": prefix + r["message"]} for r in run_reasons]
+        if run_reasons and run.get("logTail"):
+            failed_logs.append(str(run["logTail"]))
+        reasons.extend(run_reasons)
+    metric_names = sorted({k for run in runs for k in (run.get("metrics") or {})})
+    metrics = {m: _worst(m, (_number((run.get("metrics") or {}).get(m)) for run in runs)) for m in metric_names}
+    group = {"name": name, "nodes": nodes, "status": "Failed" if reasons else "Passed",
+             "metrics": {k: v for k, v in metrics.items() if v is not None}, "reasons": reasons,
+             "repeats": len(runs), "runtimeSec": round(sum(float(r.get("runtimeSec") or 0) for r in runs), 3),
+             "failureLog": _log_tail(failed_logs[0]) if failed_logs else ""}
+    return group, ok_runs
+
+
+def _failed_group(group: dict) -> dict:
+    reason = min((r["reason"] for r in group["reasons"]), key=_precedence)
+    messages = list(dict.fromkeys(r["message"] for r in group["reasons"] if r["message"]))
+    return {"name": group["name"], "nodeCount": len(group["nodes"]), "nodes": group["nodes"], "reason": reason,
+            "message": "; ".join(messages), "failureLog": group["failureLog"]}
+
+
+def _threshold_evaluations(thresholds: dict, compiled: dict, ok_runs: list[dict]) -> list[dict]:
+    """One entry per threshold over the judged runs: passed only if every run has a value and passes it.
+
+    `measuredValue` is the worst value: among the violating ones if any, else among all.
+    """
+    out = []
+    for metric, expr in thresholds.items():
+        program = compiled[metric]
+        values = [_number((r.get("metrics") or {}).get(metric)) for r in ok_runs]
+        present = [v for v in values if v is not None]
+        outcomes = [_outcome(program, v) for v in present]
+        if isinstance(program, str) or "error" in outcomes:
+            reason = "EvaluationError"
+        elif not ok_runs or len(present) < len(values):
+            reason = "NoMeasurement"
+        else:
+            reason = None
+        violating = [v for v, o in zip(present, outcomes) if o != "pass"]
+        out.append({"metric": metric, "expression": expr, "measuredValue": _worst(metric, violating or present),
+                    "passed": reason is None and not violating, "reason": reason})
+    return out
+
+
+def _outcome(program: Any, value: float) -> str:
+    if isinstance(program, str):
+        return "error"
+    try:
+        return "pass" if evaluate(program, value) else "fail"
+    except ValueError:
+        return "error"
+
+
+def _finite(obj: Any) -> Any:
+    """NaN/inf become null: the report must stay valid JSON for jq and browsers."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_finite(v) for v in obj]
+    return obj
+
+
+def _metric_stats(names: list[str], ok_runs: list[dict]) -> dict[str, dict]:
+    seen = list(dict.fromkeys([*names, *sorted({k for r in ok_runs for k in (r.get("metrics") or {})})]))
+    stats = {}
+    for m in seen:
+        vals = [v for v in (_number((r.get("metrics") or {}).get(m)) for r in ok_runs) if v is not None]
+        if vals:
+            stats[m] = {"min": min(vals), "max": max(vals), "mean": round(sum(vals) / len(vals), 4)}
+    return stats
+
+
+def _bandwidth(ok_runs: list[dict]) -> list[dict]:
+    """Per message size, the mean over runs of alg/bus bandwidth and the total sample count."""
+    by_size: dict[int, list[dict]] = {}
+    for run in ok_runs:
+        for row in run.get("samples") or []:
+            if isinstance(row.get("sizeBytes"), (int, float)):
+                by_size.setdefault(int(row["sizeBytes"]), []).append(row)
+    table = []
+    for size in sorted(by_size):
+        rows = by_size[size]
+        entry: dict[str, Any] = {"sizeBytes": size}
+        for key in ("algBandwidthGBps", "busBandwidthGBps"):
+            vals = [float(r[key]) for r in rows if _number(r.get(key)) is not None]
+            entry[key] = round(sum(vals) / len(vals), 4) if vals else None
+        entry["samples"] = sum(int(r.get("samples") or 0) for r in rows)
+        table.append(entry)
+    return table
+
+
+def judge_category(category: dict) -> tuple[dict, list[dict]]:
+    """A category's report entry, and its per-node blame [{name, reason, message}]."""
+    thresholds = dict(category.get("thresholds") or {})
+    compiled: dict[str, Any] = {}
+    for metric, expr in thresholds.items():
+        try:
+            compiled[metric] = compile_threshold(expr)
+        except ValueError as err:
+            compiled[metric] = str(err)  # the error text; judged as a failed evaluation (fail closed)
+    results = category.get("results")
+    entry: dict[str, Any] = {
+        "domain": category.get("domain"), "variant": category.get("variant"), "status": "Passed",
+        "failureReason": None, "runtimeSec": _number(category.get("runtimeSec")), "testScale": category.get("testScale"),
+        "nodesPerJob": category.get("nodesPerJob"), "jobs": len(results or []), "runsMeasured": 0,
+        "enableMNNVL": bool(category.get("enableMNNVL", False)), "thresholdsSet": bool(thresholds),
+        "thresholds": [], "metrics": {}, "bandwidth": [], "groups": [], "failedGroups": []}
+    if not results:
+        message = NO_RESULTS_MESSAGE if results is None else EMPTY_RESULTS_MESSAGE
+        entry.update(status="Failed", failureReason="WorkloadFailed",
+                     failedGroups=[{"name": None, "nodeCount": 0, "nodes": [], "reason": "WorkloadFailed",
+                                    "message": message, "failureLog": ""}],
+                     thresholds=[{"metric": m, "expression": e, "measuredValue": None, "passed": False,
+                                  "reason": "EvaluationError" if isinstance(compiled[m], str) else "NoMeasurement"}
+                                 for m, e in thresholds.items()])
+        return entry, []
+    by_group: dict[str, list[dict]] = {}
+    for run in results:
+        by_group.setdefault(str(run.get("group", "")), []).append(run)
+    groups, ok_runs = [], []
+    for name in sorted(by_group, key=_natural_key):
+        group, ok = _judge_group(name, by_group[name], thresholds, compiled)
+        groups.append(group)
+        ok_runs.extend(ok)
+    failed = [_failed_group(g) for g in groups if g["status"] == "Failed"]
+    known_runtime = _number(category.get("runtimeSec"))
+    entry.update(
+        status="Failed" if failed else "Passed",
+        failureReason=min((f["reason"] for f in failed), key=_precedence) if failed else None,
+        runtimeSec=known_runtime if known_runtime is not None
+        else round(sum(float(r.get("runtimeSec") or 0) for r in results), 3),
+        runsMeasured=len(ok_runs), thresholds=_threshold_evaluations(thresholds, compiled, ok_runs),
+        metrics=_metric_stats(list(category.get("metricNames") or []), ok_runs),
+        bandwidth=_bandwidth(ok_runs), groups=groups, failedGroups=failed)
+    blame = []
+    for group in groups:
+        for r in group["reasons"]:
+            for node in ([r["node"]] if r["node"] else group["nodes"]):
+                blame.append({"name": node, "reason": r["reason"], "message": r["message"]})
+    return entry, blame
+
+
+def _failed_nodes(blames: list[tuple[str, list[dict]]]) -> list[dict]:
+    """Merge per-category blame into one entry per node: reasons unique and sorted, messages "; "-joined."""
+    nodes: dict[str, dict[str, Any]] = {}
+    for label, blame in blames:
+        for b in blame:
+            node = nodes.setdefault(b["name"], {"reasons": set(), "messages": {}})
+            node["reasons"].add(b["reason"])
+            msgs = node["messages"].setdefault(label, [])
+            if b["message"] and b["message"] not in msgs:
+                msgs.append(b["message"])
+    return [{"name": name, "reasons": sorted(n["reasons"]),
+             "message": "; ".join(f"{label}: {'; '.join(m)}" if m else label for label, m in n["messages"].items())}
+            for name, n in sorted(nodes.items())]
+
+
+def _cleanup(categories: list[dict]) -> dict:
+    created: dict[str, bool] = {}
+    for cat in categories:
+        for run in cat.get("results") or []:
+            if run.get("jobName"):
+                created[str(run["jobName"])] = created.get(str(run["jobName"]), False) or bool(run.get("jobDeleted"))
+    return {"jobsCreated": len(created), "jobsDeleted": sum(created.values()),
+            "leftover": sorted(n for n, deleted in created.items() if not deleted)}
+
+
+def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str | None = None) -> dict:
+    """The CertificationReport for one run. `generated_at` is passed in (None stays null) to keep this pure."""
+    entries, blames = [], []
+    for cat in categories:
+        entry, blame = judge_category(cat)
+        entries.append(entry)
+        blames.append((f"{entry['domain']}/{entry['variant']}", blame))
+    excluded = [dict(e) for e in summary.get("excludedNodes") or []]
+    passed = sum(1 for e in entries if e["status"] == "Passed")
+    if passed < len(entries):
+        result = "FAILED"
+    elif excluded or not entries:
+        result = "INCOMPLETE"  # everything that ran passed, but not every target node (or nothing) was tested
+    else:
+        result = "PASSED"
+    failed_nodes = _failed_nodes(blames)
+    return _finite({
+        "apiVersion": API_VERSION, "kind": KIND, "name": name, "generatedAt": generated_at, "result": result,
+        "platform": summary.get("platform"), "gpu": summary.get("gpu"), "gpuProduct": summary.get("gpuProduct"),
+        "totalNodes": summary.get("totalNodes"), "testedNodes": summary.get("selectedNodes"),
+        "excludedNodes": excluded, "categories": entries, "failedNodes": failed_nodes,
+        "cleanup": _cleanup(categories),
+        "summary": {"categoriesPassed": passed, "categoriesTotal": len(entries), "failedNodeCount": len(failed_nodes),
+                    "excludedNodeCount": len(excluded)},
+    })
+
+
+__all__ = ["API_VERSION", "KIND", "REASON_PRECEDENCE", "judge", "judge_category"]

@@ -1,0 +1,203 @@
+"""The text card, laid out like `nvcrectl certification report` (NVCRE `pkg/report/report.go`).
+
+Deterministic plain text with Unicode box drawing and no colours, so it can be diffed, pasted into a ticket and
+compared byte for byte in golden tests. Long lines (node lists, messages, log lines) wrap inside the box.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import textwrap
+from typing import Any
+
+WIDTH = 78  # text width inside a box; the box is WIDTH + 4 columns wide
+BANDWIDTH_ROWS = 8
+LOG_LINES = 20
+NO_THRESHOLDS = "No thresholds set: measurements recorded, not judged."
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def clean(text: Any) -> str:
+    """Printable text: tabs to spaces, ANSI colour codes and other control characters dropped."""
+    text = "" if text is None else str(text)
+    return _CONTROL.sub("", _ANSI.sub("", text.replace("\t", "    ")))
+
+
+def human_size(n: Any) -> str:
+    """Bytes as nccl-tests users read them: 16 GiB, 512 MiB, 1.5 KiB, 8 B."""
+    if not isinstance(n, (int, float)) or isinstance(n, bool):
+        return "-"
+    for unit, scale in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+    return f"{int(n)} B"
+
+
+def duration(seconds: Any) -> str:
+    """Seconds as a Go-style duration (1h2m3s, 95.5 -> 1m36s): what NVCRE prints."""
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool) or not math.isfinite(seconds):
+        return "-"
+    s = int(round(seconds))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    if h:
+        return f"{h}h{m}m{sec}s"
+    return f"{m}m{sec}s" if m else f"{sec}s"
+
+
+def number(value: Any) -> str:
+    """A measured value to at most 4 decimals, trailing zeros trimmed (371.2, 0.9512); '-' when absent."""
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "-"
+    text = f"{value:.4f}".rstrip("0").rstrip(".")
+    return "0" if text == "-0" else text
+
+
+def threshold_line(t: dict) -> str:
+    """`busBandwidthGBps value >= 300 → measured 371.2 ✓`."""
+    mark = "✓" if t.get("passed") else "✗"
+    if t.get("reason") == "EvaluationError":
+        outcome = "evaluation error"
+        if t.get("measuredValue") is not None:
+            outcome = f"measured {number(t['measuredValue'])}, evaluation error"
+    elif t.get("measuredValue") is None:
+        outcome = "no measurement"
+    else:
+        outcome = f"measured {number(t['measuredValue'])}"
+        if t.get("reason") == "NoMeasurement":
+            outcome += ", some groups have no measurement"
+    return f"{t.get('metric')} {t.get('expression')} → {outcome} {mark}"
+
+
+def _wrap(text: str, indent: str = "", width: int = WIDTH) -> list[str]:
+    """Wrap one logical line to the box width, continuation lines indented two more spaces."""
+    text = clean(text)
+    if len(text) <= width:
+        return [text]
+    return textwrap.wrap(text, width=width, initial_indent="", subsequent_indent=indent + "  ",
+                         break_long_words=True, break_on_hyphens=False, drop_whitespace=True) or [""]
+
+
+def _box(title: str, lines: list[str]) -> list[str]:
+    title = clean(title)
+    top = f"┌─ {title} " + "─" * max(1, WIDTH + 1 - len(title) - 2) + "┐"
+    body = []
+    for line in (sub for raw in lines for sub in clean(raw).splitlines() or [""]):
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        body.extend(f"│ {part.ljust(WIDTH)} │" for part in _wrap(line, indent))
+    return [top, *body, "└" + "─" * (WIDTH + 2) + "┘"]
+
+
+def _bandwidth_lines(rows: list[dict]) -> list[str]:
+    shown = rows[-BANDWIDTH_ROWS:]  # the largest sizes, largest last
+    lines = [f"{'Size':<12}{'AlgBW (GB/s)':>14}{'BusBW (GB/s)':>14}{'Samples':>10}"]
+    for r in shown:
+        alg = "-" if r.get("algBandwidthGBps") is None else f"{r['algBandwidthGBps']:.2f}"
+        bus = "-" if r.get("busBandwidthGBps") is None else f"{r['busBandwidthGBps']:.2f}"
+        lines.append(f"{human_size(r.get('sizeBytes')):<12}{alg:>14}{bus:>14}{r.get('samples', 0):>10}")
+    if len(rows) > len(shown):
+        lines.append(f"({len(shown)} largest of {len(rows)} sizes shown)")
+    return lines
+
+
+def _runs(c: dict) -> str:
+    """"2 runs", or "1 of 2 runs" when failed workloads were left out of the numbers."""
+    measured, jobs = c.get("runsMeasured", c.get("jobs", 0)), c.get("jobs", 0)
+    return f"{measured} of {jobs} runs" if measured != jobs else f"{jobs} run{'s' if jobs != 1 else ''}"
+
+
+def _metric_lines(metrics: dict, runs: str) -> list[str]:
+    lines = [f"Metrics over {runs}:",
+             f"  {'':<28}{'min':>14}{'mean':>14}{'max':>14}"]
+    for name, s in metrics.items():
+        lines.append(f"  {clean(name):<28}{number(s.get('min')):>14}{number(s.get('mean')):>14}"
+                     f"{number(s.get('max')):>14}")
+    return lines
+
+
+def _failed_group_lines(groups: list[dict]) -> list[str]:
+    lines = [f"Failed Groups ({len(groups)}):"]
+    for g in groups:
+        name = g.get("name") or "(whole category)"
+        count = g.get("nodeCount", 0)
+        lines.append(f"  {name}  {count} node{'s' if count != 1 else ''}  {g.get('reason')}")
+        if g.get("nodes"):
+            lines.append("    nodes: " + ", ".join(clean(n) for n in g["nodes"]))
+        if g.get("message"):
+            lines.append("    " + g["message"])
+        log = [ln for ln in clean(g.get("failureLog")).splitlines()][-LOG_LINES:]
+        if log:
+            lines.append("    log:")
+            lines.extend("      | " + ln for ln in log)
+    return lines
+
+
+def _category_box(c: dict) -> list[str]:
+    lines = [
+        f"Status:     {c.get('status')}",
+        f"Reason:     {c.get('failureReason') or '-'}",
+        f"Runtime:    {duration(c.get('runtimeSec'))}",
+        f"Scale:      {c.get('testScale') or '-'}",
+        f"Nodes/Job:  {c.get('nodesPerJob') if c.get('nodesPerJob') is not None else '-'}",
+        f"Jobs:       {c.get('jobs', 0)}",
+        f"MNNVL:      {'enabled' if c.get('enableMNNVL') else 'disabled'}",
+    ]
+    if c.get("bandwidth"):
+        lines += ["", *_bandwidth_lines(c["bandwidth"])]
+    if c.get("metrics"):
+        lines += ["", *_metric_lines(c["metrics"], _runs(c))]
+    lines.append("")
+    if c.get("thresholdsSet"):
+        judged = _runs(c)
+        head = f"Thresholds (judged on {judged}; failed workloads are not judged):" if " of " in judged else "Thresholds:"
+        lines += [head, *("  " + threshold_line(t) for t in c.get("thresholds") or [])]
+    else:
+        lines.append(NO_THRESHOLDS)
+    if c.get("failedGroups"):
+        lines += ["", *_failed_group_lines(c["failedGroups"])]
+    return _box(f"{c.get('domain')}/{c.get('variant')}", lines)
+
+
+def render_card(report: dict) -> str:
+    """The whole report as a text card, ending in a newline."""
+    gpu = clean(report.get("gpu") or "-")
+    if report.get("gpuProduct"):
+        gpu += f" ({clean(report['gpuProduct'])})"
+    out = [
+        "Certification Report",
+        "═" * (WIDTH + 4),
+        f"Name:       {clean(report.get('name'))}",
+        f"Platform:   {clean(report.get('platform') or '-')}",
+        f"GPU:        {gpu}",
+        f"Nodes:      {report.get('testedNodes', '-')}/{report.get('totalNodes', '-')} tested",
+    ]
+    if report.get("generatedAt"):
+        out.append(f"Generated:  {clean(report['generatedAt'])}")
+    for c in report.get("categories") or []:
+        out += ["", *_category_box(c)]
+    excluded = report.get("excludedNodes") or []
+    if excluded:
+        rows = [f"{clean(e.get('name'))}: {e.get('reason')}" + (f" ({e['message']})" if e.get("message") else "")
+                for e in excluded]
+        out += ["", *_box(f"Excluded Nodes ({len(excluded)})", rows)]
+    s = report.get("summary") or {}
+    cleanup = report.get("cleanup") or {}
+    leftover = cleanup.get("leftover") or []
+    failed = report.get("failedNodes") or []
+    lines = [f"Categories:    {s.get('categoriesPassed', 0)}/{s.get('categoriesTotal', 0)} passed",
+             f"Failed Nodes:  {len(failed) if failed else 'none'}"]
+    lines += [f"  {clean(n.get('name'))}: {', '.join(n.get('reasons') or [])}" for n in failed]
+    if excluded:
+        lines.append(f"Excluded:      {len(excluded)}")
+    lines.append(f"Cleanup:       {cleanup.get('jobsCreated', 0)} job objects created, "
+                 f"{cleanup.get('jobsDeleted', 0)} deleted, {len(leftover)} left"
+                 + (f" ({', '.join(clean(n) for n in leftover)})" if leftover else ""))
+    lines.append(f"Result:        {report.get('result')}")
+    out += ["", *_box("Summary", lines)]
+    return "\n".join(out) + "\n"
+
+
+__all__ = ["NO_THRESHOLDS", "clean", "duration", "human_size", "number", "render_card", "threshold_line"]

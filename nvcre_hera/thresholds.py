@@ -1,0 +1,138 @@
+"""CEL thresholds over one measured value, as NVCRE writes them (`busBandwidthGBps: "value >= 300"`).
+
+An expression sees one variable, `value` (a double), and must yield a bool. Bad expressions are caught twice:
+the spec loader calls `check_threshold` so a typo fails at load time with a one-line reason, and the judge
+compiles again and fails closed if anything still goes wrong while evaluating (never a silent pass).
+See https://github.com/google/cel-spec/blob/master/doc/langdef.md and cel-python (`celpy`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import celpy
+from celpy import celtypes
+
+# Parse-tree rules that only wrap a single child (CEL's precedence ladder): descend through them to find the
+# operator that really decides the result type.
+_WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication",
+                       "unary", "member", "primary", "paren_expr"})
+# Operators whose result is never a bool.
+_NOT_BOOL = {"addition_add": "+", "addition_sub": "-", "multiplication_mul": "*", "multiplication_div": "/",
+             "multiplication_mod": "%", "unary_neg": "unary -"}
+_OPS = {"relation_eq": "==", "relation_ne": "!=", "relation_lt": "<", "relation_le": "<=", "relation_gt": ">",
+        "relation_ge": ">=", "relation_in": "in", "addition_add": "+", "addition_sub": "-",
+        "multiplication_mul": "*", "multiplication_div": "/", "multiplication_mod": "%"}
+_CEL_TYPES = {"float": "double", "int": "int", "bool": "bool", "str": "string", "NoneType": "null",
+              "DoubleType": "double", "IntType": "int", "UintType": "uint", "BoolType": "bool",
+              "StringType": "string", "BytesType": "bytes", "ListType": "list", "MapType": "map"}
+
+_ENV = celpy.Environment(annotations={"value": celtypes.DoubleType})
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A compiled threshold: the source text (for messages) and the cel-python program."""
+
+    expression: str
+    program: Any
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _root_operator(tree: Any) -> Any:
+    """The node that decides the expression's type, below the single-child precedence wrappers."""
+    node = tree
+    while getattr(node, "data", None) in _WRAPPERS and len(node.children) == 1:
+        node = node.children[0]
+    return node
+
+
+def _static_type_error(tree: Any) -> str | None:
+    """Why the expression obviously cannot be a bool, or None when it might be one."""
+    node = _root_operator(tree)
+    data = getattr(node, "data", None)
+    if data in _WRAPPERS and len(node.children) == 2:  # binary/unary: [op(left operand), right operand]
+        data = getattr(node.children[0], "data", None)
+    if data in _NOT_BOOL:
+        return f"expression is arithmetic ({_NOT_BOOL[data]}), not a bool: compare it, e.g. value >= 300"
+    if data is None and getattr(node, "type", None) is not None:  # a bare token: literal
+        token = str(node)
+        if token not in ("true", "false"):
+            return f"expression is the literal {token}, not a bool: compare value, e.g. value >= 300"
+    if data == "literal" and node.children:
+        token = str(node.children[0])
+        if token not in ("true", "false"):
+            return f"expression is the literal {token}, not a bool: compare value, e.g. value >= 300"
+    return None
+
+
+def _explain_eval_error(err: Any) -> str:
+    """Turn cel-python's long error text into one line a user can act on."""
+    text = str(err.args[0]) if getattr(err, "args", None) else str(err)
+    m = re.search(r"undeclared reference to '([^']+)'", text)
+    if m:
+        return f"unknown variable {m.group(1)!r}: a threshold sees only `value`"
+    m = re.search(r"no matching overload for Token\('RULE', '(\w+)'\) applied to '\((.*)\)'", text)
+    if m:
+        op = _OPS.get(m.group(1), m.group(1))
+        types = ", ".join(_CEL_TYPES.get(t, t) for t in re.findall(r"celtypes\.(\w+)", m.group(2)))
+        hint = " (value is a double: write numbers with a decimal point, e.g. 1.0)" if "int" in types else ""
+        return f"no matching overload for {op} on ({types}){hint}"
+    text = re.sub(r"<class 'celpy\.celtypes\.(\w+)'>", lambda t: _CEL_TYPES.get(t.group(1), t.group(1)), text)
+    text = re.sub(r"\b(\w+)Type\(([^()]*)\)", r"\2", text)  # DoubleType(1.0) -> 1.0
+    return _one_line(text)
+
+
+def compile_threshold(expr: str) -> Threshold:
+    """Compile a CEL threshold; ValueError (one line) when it does not parse or is obviously not a bool."""
+    if not isinstance(expr, str) or not expr.strip():
+        raise ValueError("threshold expression is empty: write a CEL condition on `value`, e.g. value >= 300")
+    try:
+        tree = _ENV.compile(expr)
+    except celpy.CELParseError as err:
+        column = getattr(err, "column", None)
+        where = f" at column {column}" if isinstance(column, int) else ""
+        raise ValueError(f"CEL syntax error{where} in {expr!r}") from None
+    reason = _static_type_error(tree)
+    if reason:
+        raise ValueError(f"{expr!r}: {reason}")
+    return Threshold(expression=expr, program=_ENV.program(tree))
+
+
+def evaluate(program: Threshold, value: float) -> bool:
+    """Evaluate a compiled threshold at `value`; ValueError (one line) on an evaluation error or a non-bool."""
+    try:
+        result = program.program.evaluate({"value": celtypes.DoubleType(float(value))})
+    except celpy.CELEvalError as err:
+        raise ValueError(f"{program.expression!r}: {_explain_eval_error(err)}") from None
+    except Exception as err:  # cel-python may leak a Python error (overflow, recursion) from a CEL function
+        raise ValueError(f"{program.expression!r}: {_one_line(f'{type(err).__name__}: {err}')}") from None
+    if isinstance(result, celpy.CELEvalError):
+        raise ValueError(f"{program.expression!r}: {_explain_eval_error(result)}")
+    if not isinstance(result, (celtypes.BoolType, bool)):
+        kind = _CEL_TYPES.get(type(result).__name__, type(result).__name__)
+        raise ValueError(f"{program.expression!r}: result is {kind} {result}, not a bool")
+    return bool(result)
+
+
+def check_threshold(metric: str, expr: str) -> Threshold:
+    """Load-time check for the spec loader: compile, then evaluate once at value=1.0 to prove a bool comes out.
+
+    Raises ValueError naming the metric, e.g. `threshold "busBandwidthGBps": unknown variable 'vaule' …`.
+    Whether `metric` is a known metric name is the loader's business (it knows the catalog).
+    """
+    try:
+        program = compile_threshold(expr)
+        evaluate(program, 1.0)
+    except ValueError as err:
+        raise ValueError(f"threshold {metric!r}: {err}") from None
+    return program
+
+
+__all__ = ["Threshold", "check_threshold", "compile_threshold", "evaluate"]
