@@ -127,7 +127,7 @@ def plan_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], 
         "maxSteps": int(values["maxSteps"]), "enableMNNVL": bool(options.get("enableMNNVL")), "repeat": repeat,
     }
     owner = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "name": ctx.workflow_name,
-             "uid": ctx.workflow_uid, "blockOwnerDeletion": True, "controller": False}
+             "uid": ctx.workflow_uid}
     return JobPlan(
         entry=entry, name=name, group_id=group["id"], nodes=nodes, repeat=repeat, gpus_per_node=gpus,
         nics_per_node=int(nics), nic_resource=options.get("nicResourceName") or plat.get("nicResource"),

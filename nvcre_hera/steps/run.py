@@ -21,7 +21,8 @@ from nvcre_hera.units import parse_duration
 LOG_TAIL_LINES = 20
 # The pod's stdout is what the Argo UI shows, and Argo also keeps it as `outputs.result` in the Workflow object:
 # print the end of the launcher log (nccl-tests' table and footer, or the failure), not megabytes of NCCL INFO.
-STREAM_LINES = 60
+STREAM_LINES = 40
+STREAM_BYTES = 8192
 MEASUREMENT_POLL_S = 10.0
 
 
@@ -125,7 +126,9 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             "category": entry.key, "group": group["id"], "nodes": job.nodes, "status": status,
             "metrics": metrics, "samples": _samples(parsed) if entry.parser == "nccl" else [],
             "reasons": reasons, "runtimeSec": round(cluster.now() - started, 1), "jobName": name,
-            "jobDeleted": deleted, "logTail": "\n".join(text.splitlines()[-LOG_TAIL_LINES:]),
+            "jobDeleted": deleted,
+            # the report's failure log: only failures need one, and it is stored with the Workflow
+            "logTail": "\n".join(text.splitlines()[-LOG_TAIL_LINES:]) if reasons else "",
             "repeat": repeat, "transport": parsed.get("transport"),
         })
         summary = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()) or "no measurement"
@@ -138,6 +141,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
 def _stream_log(text: str, log: Callable[[str], None]) -> None:
     lines = text.splitlines()
     shown = lines[-STREAM_LINES:]
+    while len(shown) > 1 and sum(len(line) + 1 for line in shown) > STREAM_BYTES:
+        shown = shown[1:]
     log(f"--- launcher log ({len(shown)} of {len(lines)} lines) ---")
     for line in shown:
         log(line)

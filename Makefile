@@ -1,0 +1,41 @@
+# nvcre-hera: `make run` certifies the embedded simulated cluster, `make test` runs every test.
+# Both set up .venv from pyproject.toml on first use; nothing else needs installing.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+CLUSTER ?= examples/clusters/healthy-h100-16.yaml
+CERT    ?= examples/certification.yaml
+
+.PHONY: run test bench validate compile flows clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/nvcre certify $(CERT) --cluster $(CLUSTER) --out out
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python bench/bench_cli.py
+	$(BIN)/python bench/bench_certify.py
+	$(BIN)/python bench/bench_parse.py
+	$(BIN)/python bench/bench_diagnose.py
+
+validate: $(STAMP)
+	$(BIN)/nvcre validate $(CERT)
+
+compile: $(STAMP)
+	$(BIN)/nvcre compile $(CERT)
+
+flows: $(STAMP)
+	$(BIN)/hera generate yaml flows/ --to out/flows
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis
