@@ -116,9 +116,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
         text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]))
         _stream_log(text, log)
-        reasons = _outcome_reasons(outcome, job.timeout_s)
-        if not any(r["node"] is None for r in reasons):
-            reasons += _log_reasons(entry, parsed, ctx.platform, options)
+        # What ended the job explains it; the log of a job killed early would only add "no measurement" noise.
+        reasons = _outcome_reasons(outcome, job.timeout_s) or _log_reasons(entry, parsed, ctx.platform, options)
         deleted = cluster.delete_job(name)
         metrics = reason_rules.metrics_from(entry.parser, parsed)
         status = "failed" if reasons else "ok"
