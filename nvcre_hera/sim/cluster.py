@@ -1,0 +1,284 @@
+"""`SimCluster`: the `Cluster` protocol (nvcre_hera/cluster/base.py) over a simulated GPU cluster, in simulated time.
+
+A job object is read for two things only: `metadata.name` and the `nvcre-hera.dev/test-spec` annotation
+(docs/internals.md). Its whole run — duration, exit code, timed log lines — is decided at `create_job` from the
+spec's seed, the job's name and `repeat`, so runs are reproducible. `wait_for_job` then moves the clock: to the
+job's end, to the moment a watched node turns Unschedulable/NotReady, to a stall, or to the timeout.
+The caller (the local executor) sets the clock to the pod's simulated start before each step (`set_clock`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nvcre_hera.catalog import platform_settings
+from nvcre_hera.cluster.base import TEST_SPEC_ANNOTATION, JobOutcome, StallCheck
+from nvcre_hera.sim import model
+from nvcre_hera.sim.faults import ActiveFaults, NodeCaps, active_faults, first_health_event, health_at, health_events
+from nvcre_hera.sim.logs import NcclRun, TimedLine, TrainingRun, dcgm_lines, nccl_lines, render, training_lines
+from nvcre_hera.sim.noise import noisy
+from nvcre_hera.sim.nodes import CLIQUE_LABEL, DEVICE_NAMES, PCI_DEVICE_IDS, build_nodes, node_gpus, with_health
+from nvcre_hera.sim.spec import SimulatedClusterSpec, load_spec
+
+NCCL_TESTS = frozenset({"all_reduce", "all_gather", "alltoall", "loopback", "loopback_nvswitch"})
+NETWORK_NAMES = {"efa": "AWS Libfabric", "tcpxo": "FasTrak", "ib": "IB", "roce": "IB"}
+LOTTERY_SIGMA = 0.005  # per-node static offset ("silicon lottery", §4.6)
+STALL_CHECKS_MAX = 300
+
+
+@dataclass
+class SimJob:
+    """One job object and its pre-computed run (offsets in seconds after `start`)."""
+
+    name: str
+    labels: dict[str, str]
+    spec: dict
+    start: float
+    lines: list[TimedLine]
+    end: float  # math.inf for a hang (or a job that can never be scheduled)
+    exit_code: int | None
+    failure: str | None = None
+    values: dict = field(default_factory=dict)  # what the job measured (busBandwidthGBps, avgTFLOPsPerGPU, ...)
+    outcome: JobOutcome | None = None
+    deleted: bool = False
+
+    @property
+    def nodes(self) -> list[str]:
+        return list(self.spec.get("nodes") or [])
+
+
+def _seed(*parts: object) -> int:
+    return int(hashlib.sha256("/".join(map(str, parts)).encode()).hexdigest()[:16], 16)
+
+
+class SimCluster:
+    """A simulated GPU cluster with injectable faults (see nvcre_hera.sim.faults for the catalog)."""
+
+    def __init__(self, spec: SimulatedClusterSpec) -> None:
+        self.spec = spec
+        self.body = spec.spec
+        self.clock = 0.0
+        self.jobs_created = 0
+        self.jobs_deleted = 0
+        self._nodes = build_nodes(spec)
+        self._gpus = node_gpus(self.body)
+        self._cliques = {n["metadata"]["name"]: n["metadata"]["labels"].get(CLIQUE_LABEL) for n in self._nodes}
+        self._events = health_events(self.body.faults)
+        self._offsets = {name: max(-3 * LOTTERY_SIGMA, min(3 * LOTTERY_SIGMA, random.Random(
+            _seed(self.body.seed, "lottery", name)).gauss(0.0, LOTTERY_SIGMA))) for name in self._gpus}
+        self._jobs: dict[str, SimJob] = {}
+
+    @classmethod
+    def from_spec(cls, spec: SimulatedClusterSpec) -> SimCluster:
+        return cls(spec)
+
+    # --- clock and nodes ------------------------------------------------------------------------------------------
+    def now(self) -> float:
+        return self.clock
+
+    def set_clock(self, t: float) -> None:
+        self.clock = float(t)
+
+    def node_health(self, name: str, t: float | None = None) -> list[str]:
+        """Bad states ("NotReady", "Unschedulable") of a node at `t` (default: now)."""
+        return health_at(self._events, name, self.clock if t is None else t)
+
+    def list_nodes(self) -> list[dict]:
+        out = []
+        for node in self._nodes:
+            for state in self.node_health(node["metadata"]["name"]):
+                node = with_health(node, state)
+            out.append(json.loads(json.dumps(node)))  # callers may mutate their copy
+        return out
+
+    # --- jobs -----------------------------------------------------------------------------------------------------
+    def create_job(self, manifest: dict) -> str:
+        meta = manifest.get("metadata") or {}
+        name = meta.get("name")
+        if not name:
+            raise ValueError("job manifest has no metadata.name")
+        raw = (meta.get("annotations") or {}).get(TEST_SPEC_ANNOTATION)
+        if raw is None:
+            raise ValueError(f"job {name}: no {TEST_SPEC_ANNOTATION} annotation; the simulator cannot tell what it runs")
+        if name in self._jobs and not self._jobs[name].deleted:
+            raise ValueError(f"job {name} already exists")
+        test_spec = json.loads(raw) if isinstance(raw, str) else dict(raw)
+        job = self._plan(name, dict(meta.get("labels") or {}), test_spec)
+        self._jobs[name] = job
+        self.jobs_created += 1
+        return name
+
+    def wait_for_job(
+        self, name: str, nodes: list[str], timeout_s: float, stall_check: StallCheck | None = None
+    ) -> JobOutcome:
+        job = self._live(name)
+        if job.outcome is not None:
+            return job.outcome
+        limit = min(job.end, timeout_s)
+        watched = sorted(set(nodes) | set(job.nodes))
+        event = first_health_event(self._events, watched, job.start, job.start + limit)
+        stop = event[0] - job.start if event else limit
+        outcome: JobOutcome | None = None
+        if stall_check is not None and job.spec.get("test") == "training":
+            outcome = self._stall_watch(job, stall_check, stop)
+        if outcome is None and event is not None:
+            outcome = JobOutcome("Failed", stop, None, event[1])
+        if outcome is None:
+            if job.end <= timeout_s:
+                phase = "Succeeded" if job.exit_code == 0 else "Failed"
+                outcome = JobOutcome(phase, job.end, job.exit_code)
+            else:
+                outcome = JobOutcome("TimedOut", float(timeout_s))
+        job.outcome = outcome
+        self.clock = job.start + outcome.elapsed_s
+        return outcome
+
+    def _stall_watch(self, job: SimJob, stall_check: StallCheck, stop: float) -> JobOutcome | None:
+        """Sample the log like a watcher does (every ~10 s, at most STALL_CHECKS_MAX times, once at least)."""
+        step = max(10.0, stop / STALL_CHECKS_MAX) if math.isfinite(stop) else 10.0
+        t = min(step, stop)
+        while True:
+            if stall_check(render(job.lines, t), t):
+                return JobOutcome("Stalled", t)
+            if t >= stop:
+                return None
+            t = min(t + step, stop)
+
+    def job_log(self, name: str) -> str:
+        job = self._jobs.get(name)
+        if job is None or job.deleted:
+            return ""
+        until = job.outcome.elapsed_s if job.outcome else max(0.0, self.clock - job.start)
+        return render(job.lines, until)
+
+    def delete_job(self, name: str) -> bool:
+        job = self._jobs.get(name)
+        if job is None or job.deleted:
+            return False
+        job.deleted = True
+        self.jobs_deleted += 1
+        return True
+
+    def list_jobs(self, labels: dict[str, str]) -> list[str]:
+        return sorted(n for n, j in self._jobs.items()
+                      if not j.deleted and all(j.labels.get(k) == v for k, v in labels.items()))
+
+    def jobs_alive(self) -> int:
+        return sum(not j.deleted for j in self._jobs.values())
+
+    def job_values(self, name: str) -> dict:
+        """What the simulator decided a job measured (for tests and benchmarks; no real cluster has this)."""
+        return dict(self._jobs[name].values)
+
+    def _live(self, name: str) -> SimJob:
+        job = self._jobs.get(name)
+        if job is None or job.deleted:
+            raise KeyError(f"job {name} does not exist")
+        return job
+
+    # --- planning a job's run -------------------------------------------------------------------------------------
+    def _plan(self, name: str, labels: dict[str, str], ts: dict) -> SimJob:
+        rng = random.Random(_seed(self.body.seed, name, ts.get("repeat", 0)))
+        nodes = list(ts.get("nodes") or [])
+        test = ts.get("test", "")
+        unknown = [n for n in nodes if n not in self._gpus]
+        if not nodes or unknown or test not in NCCL_TESTS | {"dcgm_diag", "training"}:
+            # Pods that can never be scheduled (or a workload the simulator does not know): nothing ever happens.
+            return SimJob(name, labels, ts, self.clock, [], math.inf, None, "unschedulable-pods")
+        faults = active_faults(list(self.body.faults), nodes, rng)
+        failure, culprit = self._failure(test, nodes, faults)
+        archs = [self._gpus[n][0] for n in nodes]
+        arch = min(archs, key=lambda a: model.BASELINES[a][0])  # a minority node bounds its group
+        gpn = int(ts.get("gpusPerNode") or min(self._gpus[n][1] for n in nodes))
+        sched, launch, init = model.startup_s(len(nodes))
+        job = SimJob(name, labels, ts, self.clock, [], 0.0, None, failure)
+        if test in NCCL_TESTS:
+            self._plan_nccl(job, rng, test, nodes, gpn, arch, faults, culprit, (sched + launch, init))
+        elif test == "dcgm_diag":
+            dcgm_failure = failure if failure in ("crash", "hang") else None
+            found = faults.dcgm.get(nodes[0], [])
+            t_end = sched + launch + model.DCGM_LEVEL4_S * rng.uniform(0.98, 1.02)
+            job.lines, job.end = dcgm_lines(gpn, PCI_DEVICE_IDS[arch], found, t_end, dcgm_failure)
+            job.failure = dcgm_failure
+            job.values = {"dcgmPassed": not found and dcgm_failure is None, "failures": found}
+        else:
+            self._plan_training(job, rng, nodes, gpn, arch, faults, failure, (sched + launch, 45.0 + 0.5 * len(nodes)))
+        job.exit_code = None if math.isinf(job.end) else (0 if job.failure in (None, "nan-loss") else 1)
+        return job
+
+    @staticmethod
+    def _failure(test: str, nodes: list[str], faults: ActiveFaults) -> tuple[str | None, str | None]:
+        """The failure that shows first, and on which node (crash > nccl-error > hang > corruption / nan)."""
+        order = [("crash", faults.crash), ("nccl-error", faults.nccl_error if test != "dcgm_diag" else set()),
+                 ("hang", faults.hang),
+                 ("data-corruption", set(faults.corruption) if test in NCCL_TESTS else set()),
+                 ("nan-loss", faults.nan_loss if test == "training" else set())]
+        for kind, where in order:
+            hit = [n for n in nodes if n in where]
+            if hit:
+                return kind, hit[0]
+        return None, None
+
+    def _measured(self, rng: random.Random, value: float, nodes: list[str]) -> float:
+        offset = 1.0 + min(self._offsets[n] for n in nodes)
+        return noisy(value * offset, rng, self.body.noise.sigma, self.body.noise.dip_probability)
+
+    def _plan_nccl(self, job: SimJob, rng: random.Random, test: str, nodes: list[str], gpn: int, arch: str,
+                   faults: ActiveFaults, culprit: str | None, times: tuple[float, float]) -> None:
+        ts = job.spec
+        enable_mnnvl = bool(ts.get("enableMNNVL", False))
+        est = model.expected_busbw(test, nodes, gpn, arch, self.body.platform, faults, self._cliques, enable_mnnvl)
+        busbw = round(self._measured(rng, est.busbw, nodes), 2)
+        fabric = platform_settings(self.body.platform).get("fabric", "ib")
+        network = None if test == "loopback_nvswitch" else NETWORK_NAMES.get(fabric, "IB")
+        if est.path == "socket":
+            network = "Socket"
+        ranks = len(nodes) * gpn
+        factor = model.bus_factor(test, ranks)
+        alpha = model.latency_us(est.path, len(nodes), self.body.platform)
+        sweep = model.sizes(int(ts.get("maxBytes") or 1 << 34))
+        iters, cycles = int(ts.get("numIterations") or 20), int(ts.get("numCycles") or 1)
+        run = NcclRun(
+            test=test, hosts=nodes, gpus_per_node=gpn, device=DEVICE_NAMES[arch], sweep=sweep, iters=iters,
+            cycles=cycles, busbw=busbw, alpha_us=alpha, path=est.path, network=network, t_output=times[0],
+            t_init=times[1], t_measure=model.nccl_measure_s(sweep, busbw, factor, alpha, iters, cycles),
+            failure=job.failure, failing_node=culprit, wrong=faults.corruption.get(culprit or "", 0),
+            roce=fabric == "roce")
+        job.lines, job.end = nccl_lines(run, rng)
+        transport = {"nvlink": "P2P", "clique": "MNNVL", "socket": "NET/Socket"}.get(est.path, f"NET/{network}")
+        job.values = {"busBandwidthGBps": busbw, "algBandwidthGBps": round(busbw / factor, 2),
+                      "expectedGBps": round(est.busbw, 2), "path": est.path, "bottleneck": est.bottleneck,
+                      "transport": transport, "sizeBytes": sweep[-1]}
+
+    def _plan_training(self, job: SimJob, rng: random.Random, nodes: list[str], gpn: int, arch: str,
+                       faults: ActiveFaults, failure: str | None, times: tuple[float, float]) -> None:
+        net = healthy = None
+        if len(nodes) > 1:  # the network's share only: GPU and NVLink faults enter training_rate directly
+            network = ActiveFaults(caps={n: NodeCaps(nic=c.nic) for n, c in faults.caps.items()}, links=faults.links,
+                                   socket=faults.socket)
+            net = model.expected_busbw("all_reduce", nodes, gpn, arch, self.body.platform, network, self._cliques).busbw
+            healthy = model.expected_busbw("all_reduce", nodes, gpn, arch, self.body.platform, ActiveFaults(),
+                                           self._cliques).busbw
+        tflops = self._measured(rng, model.training_rate(arch, nodes, faults, net, healthy), nodes)
+        params = model.model_params(str(job.spec.get("category", "")))
+        steps = int(job.spec.get("maxSteps") or 50)
+        fail_at = {"crash": max(2, steps // 2), "nccl-error": max(2, steps // 2), "hang": steps // 3 + 1,
+                   "nan-loss": max(1, steps // 2)}.get(failure or "", 0)
+        run = TrainingRun(hosts=nodes, gpus_per_node=gpn, max_steps=steps, step_s=model.training_step_s(params, tflops),
+                          tflops=tflops, params=params, t_output=times[0], t_startup=times[1], epoch=job.start,
+                          failure=failure, fail_at=fail_at, sigma=max(self.body.noise.sigma, 0.005))
+        job.lines, job.end = training_lines(run, rng)
+        job.values = {"avgTFLOPsPerGPU": round(tflops, 1), "avgStepTimeSec": round(run.step_s, 3), "steps": steps}
+
+
+def load_sim_cluster(path: str | Path) -> SimCluster:
+    """Read a SimulatedCluster file (errors are one-line `InputError`s naming the field)."""
+    return SimCluster.from_spec(load_spec(path))
+
+
+__all__ = ["SimCluster", "SimJob", "load_sim_cluster"]
