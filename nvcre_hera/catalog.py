@@ -60,6 +60,10 @@ class CatalogEntry(BaseModel):
         return f"{self.domain}/{self.variant}"
 
 
+def _load_yaml(text: str) -> dict:
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def catalog_dir() -> Path:
     env = os.environ.get("NVCRE_CATALOG_DIR")
     return Path(env) if env else Path(__file__).resolve().parent.parent / "catalog"
@@ -73,7 +77,7 @@ def load_catalog() -> dict[str, CatalogEntry]:
     for path in sorted(root.glob("*/*.yaml")):
         if path.parent.name.startswith("_"):
             continue
-        data = yaml.safe_load(path.read_text())
+        data = _load_yaml(path.read_text())
         entry = CatalogEntry.model_validate(data)
         if (entry.domain, entry.variant) != (path.parent.name, path.stem):
             raise InputError(f"entry says {entry.key}, file is {path.parent.name}/{path.stem}", str(path))
@@ -104,12 +108,12 @@ def get_entry(domain: str, variant: str) -> CatalogEntry:
 
 @functools.lru_cache(maxsize=1)
 def _gpu_table() -> dict:
-    return yaml.safe_load((catalog_dir() / "_lib" / "gpu-defaults.yaml").read_text())
+    return _load_yaml((catalog_dir() / "_lib" / "gpu-defaults.yaml").read_text())
 
 
 @functools.lru_cache(maxsize=1)
 def _platform_table() -> dict:
-    return yaml.safe_load((catalog_dir() / "_lib" / "platforms.yaml").read_text())
+    return _load_yaml((catalog_dir() / "_lib" / "platforms.yaml").read_text())
 
 
 def gpu_architectures() -> list[str]:

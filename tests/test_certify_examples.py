@@ -95,3 +95,11 @@ def test_local_run_executes_the_compiled_workflow():
     ran = {n.template for n in local.run.nodes.values()}
     assert {"discover", "test-0", "test-1", "judge", "cleanup"} <= ran <= templates
     assert local.report["execution"]["podsStarted"] == 1 + 16 + 16 + 1 + 1
+
+
+def test_excluded_nodes_make_the_result_incomplete():
+    report = certify("full-scale.yaml", "minority-arch").report
+    assert report["result"] == "INCOMPLETE"
+    assert {e["name"]: e["reason"] for e in report["excludedNodes"]} == {
+        "gpu-node-07": "InsufficientGPUs", "gpu-node-08": "MinorityArchitecture"}
+    assert report["testedNodes"] == 6 and report["failedNodes"] == []
