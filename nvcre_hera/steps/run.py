@@ -50,22 +50,25 @@ def _log_reasons(entry: CatalogEntry, parsed: dict, platform: str, options: dict
     return reason_rules.training_reasons(parsed)
 
 
-def _outcome_reasons(outcome: JobOutcome, timeout_s: float) -> list[dict]:
-    reasons = [{"node": node, "reason": "HardwareFailureDetected",
-                "message": f"node became {state} after {outcome.elapsed_s:.0f}s of the test"}
-               for node, state in sorted(outcome.unhealthy_nodes.items())]
-    if reasons:
-        return reasons
+def _outcome_reasons(outcome: JobOutcome, timeout_s: float, log_reasons: list[dict]) -> list[dict]:
+    """Why the test failed: a node going bad explains everything; then timeouts and stalls; then what the log says,
+    with the bare exit code only when the log names no failure of its own (e.g. #wrong > 0 makes mpirun exit 1)."""
+    hardware = [{"node": node, "reason": "HardwareFailureDetected",
+                 "message": f"node became {state} after {outcome.elapsed_s:.0f}s of the test"}
+                for node, state in sorted(outcome.unhealthy_nodes.items())]
+    if hardware:
+        return hardware
     if outcome.phase == "TimedOut":
         return [{"node": None, "reason": "WorkloadFailed",
                  "message": f"timed out after {timeout_s:.0f}s (timeoutPerJob)"}]
     if outcome.phase == "Stalled":
         return [{"node": None, "reason": "WorkloadFailed",
                  "message": f"stalled: no new training step after {outcome.elapsed_s:.0f}s"}]
-    if outcome.phase == "Failed":
+    if outcome.phase == "Failed" and not any(r["reason"] in ("WorkloadFailed", "DataCorruption") for r in log_reasons):
         code = "" if outcome.exit_code is None else f" with exit code {outcome.exit_code}"
-        return [{"node": None, "reason": "WorkloadFailed", "message": f"launcher failed{code}"}]
-    return []
+        kept = [r for r in log_reasons if r["reason"] != "MeasurementNotFound"]
+        return [{"node": None, "reason": "WorkloadFailed", "message": f"launcher failed{code}"}, *kept]
+    return log_reasons
 
 
 def _stall_check(entry: CatalogEntry, options: dict) -> Callable[[str, float], bool] | None:
@@ -116,8 +119,7 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
         text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]))
         _stream_log(text, log)
-        # What ended the job explains it; the log of a job killed early would only add "no measurement" noise.
-        reasons = _outcome_reasons(outcome, job.timeout_s) or _log_reasons(entry, parsed, ctx.platform, options)
+        reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
         deleted = cluster.delete_job(name)
         metrics = reason_rules.metrics_from(entry.parser, parsed)
         status = "failed" if reasons else "ok"
