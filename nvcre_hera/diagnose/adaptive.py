@@ -1,0 +1,367 @@
+"""`adaptive` diagnose: CAVS (reference fault-localization.md §5) on the measured bandwidth, not only pass/fail.
+
+Branches advance independently (no level barrier) and split 2–4 ways as free network slots allow. Each split is
+judged on its measured ratios against a "same defect as the parent" fingerprint, with a single-defect posterior
+across siblings measured in the same round; an untested last part is inferred only on strong evidence, and
+marginal values are re-measured (SPRT-style). Singletons are padded with a known-healthy node and confirmed with a
+*different* partner unless their evidence is strong and unique. A final job re-runs the group without the
+accused; if it still fails, deferred parts are tested and the search resumes. All-parts-pass is probed as a
+link / switch fault (see `probe`).
+
+Item kinds in `state["work"]`: K (known or inferred failing set, to split), U (set to re-measure), S (singleton
+to confirm), B (boundary probe), V (final verification).
+"""
+
+from __future__ import annotations
+
+import math
+
+from nvcre_hera.diagnose import nodesets as ns
+from nvcre_hera.diagnose.evidence import CRASH_LLR, STRONG, llr
+from nvcre_hera.diagnose.probe import new_probe, result_probe, schedule_probe
+from nvcre_hera.diagnose.items import (
+    _accuse, _k, _result_s, _result_u, _round, _schedule_s, _unknown,
+)
+from nvcre_hera.diagnose.state import Ctx, Round
+
+POSTERIOR = 0.95  # single-defect posterior needed to follow (or infer) one part
+MAX_REMEASURE = 3
+MAX_RESTARTS = 2
+DIP_PRIOR = 0.05  # prior odds that a branch's only failing run was a dip rather than its defect
+INFER_LLR = 2.5  # evidence a branch needs before its last part may be inferred rather than tested
+
+
+def start(ctx: Ctx, full_value: float | None, measured: bool) -> None:
+    """Seed the search with the whole group, with its failing measurement as free evidence when there is one."""
+    g = ctx.state["G"]
+    raw = [full_value, ns.size(g), int(ctx.network(ns.to_nodes(g)))] if measured else None
+    ctx.state["work"] = [_k(ctx, g, fp=None, L=None, raw=raw)]
+    ctx.state["restarts"] = 0
+
+
+# ---------------------------------------------------------------- scheduling
+
+
+def schedule(ctx: Ctx, rnd: Round) -> None:
+    """Fill one round: biggest failing branches first, then re-measures, confirmations, probes, verification."""
+    work = ctx.state["work"]
+    order = {"K": 0, "U": 1, "S": 2, "B": 3, "V": 4}
+    work.sort(key=lambda it: (order[it["k"]], -ns.size(it.get("s") or [[0, 1]])))
+    splits = [it for it in work if it["k"] == "K"]
+    for i, it in enumerate(work):
+        kind = it["k"]
+        if kind == "K":
+            _schedule_k(ctx, rnd, it, max(1, len(splits) - splits.index(it)) if it in splits else 1)
+        elif kind == "U":
+            ids = rnd.add([ns.to_nodes(it["s"])])
+            if ids:
+                it["t"] = ids
+        elif kind == "S":
+            _schedule_s(rnd, it)
+        elif kind == "B":
+            schedule_probe(it, rnd)
+    # verify as soon as only last-level splits and confirmations remain: the rest of the group runs alongside
+    last = all(it["k"] in "SV" or (it["k"] == "K" and ns.size(it["s"]) <= 4) for it in work)
+    if last:
+        v = next((it for it in work if it["k"] == "V"), None)
+        if v is None:
+            v = {"k": "V", "id": ctx.new_id(), "rep": 0, "L": 0.0}
+            work.append(v)
+        acc = {a["node"] for a in ctx.state["acc"]}
+        for f in ctx.state["infra"]:  # leave out one end of each located link so the rest can pass
+            side = min(f["between"], key=len)
+            if len(side) <= 4:
+                acc |= set(side)
+        g = ns.size(ctx.state["G"])
+        for it in work:
+            # a last-level split running now leaves its untested part in the verification only where a
+            # second defect hiding there is plausible (≈ |branch|/N per further defect, here > 0.5 %);
+            # otherwise that one node stays out, which saves re-running the verification when it is guilty
+            if it["k"] == "K" and ("t" not in it or ns.size(it["s"]) / g <= 0.005):
+                acc |= set(ns.to_nodes(it["s"]))
+            elif it["k"] == "S":
+                acc.add(it["x"])
+        nodes = [x for x in ns.to_nodes(ctx.state["G"]) if x not in acc and not rnd.busy[x]]
+        if len(nodes) >= 2:
+            ids = rnd.add([nodes])
+            if ids:
+                v["t"] = ids
+                v["s"] = ns.from_nodes(nodes)
+
+
+def _schedule_k(ctx: Ctx, rnd: Round, it: dict, remaining: int) -> None:
+    if "parts" not in it:
+        nodes = ns.to_nodes(it["s"])
+        size = len(nodes)
+        net = ctx.network(nodes)
+        b = 4 if not net else max(2, min(4, rnd.free() // remaining))
+        b = min(b, size)
+        g = ns.size(ctx.state["G"])
+        strong = it["inf"] or (it["L"] is not None and it["L"] >= INFER_LLR)
+        # a big untested part may hide a second defect when this is the only branch (k unknown): test it;
+        # with several failing branches the defects seen already explain the failure, so infer it
+        lone = sum(1 for w in ctx.state["work"] if w["k"] == "K") == 1
+        infer = strong and (not lone or math.ceil(size / b) < max(2, g // 16))
+        for arity in sorted({b, 2}, reverse=True):
+            arity = min(arity, size)
+            parts = ns.split(it["s"], arity, ctx.clique_of)
+            tested = [True] * len(parts)
+            if infer and len(parts) > 1:
+                tested[-1] = False
+            if _add_parts(ctx, rnd, it, parts, [i for i, t in enumerate(tested) if t]):
+                it.update(parts=parts, tested=tested, llr=[0.0] * len(parts), m=[0] * len(parts),
+                          r=[0.0] * len(parts), ev=[[] for _ in parts], rm=0)
+                return
+        return
+    if it.get("rq"):
+        _add_parts(ctx, rnd, it, it["parts"], it["rq"])
+
+
+def _add_parts(ctx: Ctx, rnd: Round, it: dict, parts: list, which: list[int]) -> bool:
+    groups, picked = [], []
+    for i in which:
+        nodes = ns.to_nodes(parts[i])
+        if len(nodes) == 1:
+            used = [p for p in it.get("pp", {}).get(str(i), [])]
+            p = rnd.partner(nodes[0], avoid=used)
+            if p is None:
+                rnd.release(picked)
+                return False
+            rnd.reserve([p])
+            picked.append(p)
+            nodes = nodes + [p]
+        groups.append(nodes)
+    rnd.release(picked)
+    ids = rnd.add(groups)
+    if not ids:
+        return False
+    it["t"] = dict(zip(map(str, which), ids))
+    pp = it.setdefault("pp", {})
+    for i, g in zip(which, groups):
+        if ns.size(parts[i]) == 1:
+            pp.setdefault(str(i), []).append(g[1] if g[0] == ns.to_nodes(parts[i])[0] else g[0])
+    return True
+
+
+# ---------------------------------------------------------------- decisions
+
+
+def absorb(ctx: Ctx) -> None:
+    """Consume last round's results item by item; items may finish or spawn new items."""
+    out: list[dict] = []
+    # verification last: whether its failure is already explained depends on what the others just found
+    for it in sorted(ctx.state["work"], key=lambda w: w["k"] == "V"):
+        if "t" not in it:
+            out.append(it)
+            continue
+        kind = it["k"]
+        if kind == "K":
+            out.extend(_result_k(ctx, it))
+        elif kind == "U":
+            out.extend(_result_u(ctx, it))
+        elif kind == "S":
+            out.extend(_result_s(ctx, it))
+        elif kind == "B":
+            if not result_probe(it, ctx, _probe_fails):
+                out.append(it)
+        elif kind == "V":
+            out.extend(_result_v(ctx, it, out))
+    ctx.state["work"] = out
+
+
+def _fp_of(ctx: Ctx, it: dict, ratios: list[float | None]) -> tuple[float, float]:
+    """The item's fingerprint and evidence, filling them in for the first group once a reference exists."""
+    if it["fp"] is not None:
+        return it["fp"], it["L"] if it["L"] is not None else 0.0
+    raw = it.get("raw")
+    if raw and raw[0] is not None:
+        r = ctx.ref.ratio(raw[0], raw[1], bool(raw[2]))
+        fp, L = r, llr(r, r, ctx.sigma)
+    elif raw:  # the full run crashed
+        fp, L = 0.0, CRASH_LLR
+    else:
+        seen = [r for r in ratios if r is not None]
+        fp, L = (min(seen) if seen else 0.0), 0.0
+    it["fp"], it["L"] = _round(fp), _round(L, 3)
+    ctx.state.setdefault("fp0", it["fp"])
+    return it["fp"], it["L"]
+
+
+def _result_k(ctx: Ctx, it: dict) -> list[dict]:
+    ids: dict[str, str] = it.pop("t")
+    it.pop("rq", None)
+    sig = ctx.sigma
+    ratios = {int(i): ctx.ratio(t) for i, t in ids.items()}
+    fp, L = _fp_of(ctx, it, list(ratios.values()))
+    for i, tid in ids.items():
+        i = int(i)
+        r = ratios[i]
+        it["tested"][i] = True
+        it["llr"][i] = round(it["llr"][i] + llr(r, fp, sig), 3)
+        it["m"][i] += 1
+        it["r"][i] = round(it["r"][i] + (0.0 if r is None else r), 4)
+        it["ev"][i].append([tid, _round(r, 3)])
+    return _decide_k(ctx, it, fp, L)
+
+
+def _decide_k(ctx: Ctx, it: dict, fp: float, L: float) -> list[dict]:
+    parts, tested, lr = it["parts"], it["tested"], it["llr"]
+    n = len(parts)
+    bad = [i for i in range(n) if tested[i] and lr[i] >= STRONG]
+    for i in range(n):
+        if tested[i] and lr[i] <= -STRONG:
+            ctx.mark_ok(ns.to_nodes(parts[i]))
+    marg = [i for i in range(n) if tested[i] and -STRONG < lr[i] < STRONG]
+    untested = [i for i in range(n) if not tested[i]]
+    new: list[dict] = []
+    if bad:
+        # accept a padded singleton on one run only when every sibling is clearly healthy
+        # (a weak fingerprint is easily matched by a dip, so then the untested last part must not be in doubt)
+        weak = fp > 1 - 5 * ctx.sigma
+        unique = len(bad) == 1 and not marg and not (weak and untested)
+        for i in bad:
+            new.extend(_child(ctx, it, i, fp, lr[i], True, unique, L, dup=len(bad) > 1))
+        for i in marg:
+            if lr[i] > -2.0:
+                new.append(_unknown(ctx, parts[i], fp, lr[i], it["m"][i], it.get("pp", {}).get(str(i), [])))
+            else:
+                ctx.state["def"].append(parts[i])
+        ctx.state["def"].extend(parts[i] for i in untested)
+        return new
+    rs, lr_root, pn = _chain(it, L)
+    cands = {i: ns.size(parts[i]) / rs * math.exp(min(lr[i], 30.0)) for i in marg + untested}
+    w_noise = pn * math.exp(-min(lr_root, 30.0))
+    z = sum(cands.values()) + w_noise
+    if z <= 0:
+        return [new_probe(ctx, it["s"], parts, fp, retest=True)]
+    post = {i: w / z for i, w in cands.items()}
+    top = max(post, key=post.get) if post else None
+    if w_noise / z >= POSTERIOR or top is None:
+        if it["inf"] and it["root"]:
+            return [new_probe(ctx, it["root"][0], it["root"][1], fp, retest=True)]
+        return [new_probe(ctx, it["s"], parts, fp, retest=True)]
+    if post[top] >= POSTERIOR or it["rm"] >= MAX_REMEASURE:
+        odds = math.log(max(post[top], 1e-9) / max(1 - post[top], 1e-9))
+        measured = tested[top]
+        new.extend(_child(ctx, it, top, fp, odds if not measured else max(lr[top], odds), measured, True, L))
+        for i in marg:
+            if i != top:
+                ctx.state["def"].append(parts[i])
+        return new
+    it["rm"] += 1
+    it["rq"] = [i for i, p in post.items() if p >= 0.02]
+    return [it]
+
+
+def _chain(it: dict, L: float) -> tuple[int, float, float]:
+    if it.get("ch"):
+        return it["ch"][0], it["ch"][1], it["ch"][2]
+    return ns.size(it["s"]), L, 1.0 if it.get("raw") is not None or it["fp"] is None else DIP_PRIOR
+
+
+def _child(ctx: Ctx, it: dict, i: int, fp: float, L: float, measured: bool, unique: bool, L_parent: float,
+           dup: bool = False) -> list[dict]:
+    """A part judged to hold the parent's defect becomes a new branch, a confirmation, or an accusation."""
+    part = it["parts"][i]
+    sig = ctx.sigma
+    if measured and it["m"][i]:
+        r = it["r"][i] / it["m"][i]
+        if abs(r - fp) <= 3 * sig * 1.25:
+            fp_c = (fp + r) / 2
+        else:
+            fp_c = r
+    else:
+        fp_c = fp
+    root = None if measured else (it["root"] or [it["s"], it["parts"]])
+    if ns.size(part) == 1:
+        x = ns.to_nodes(part)[0]
+        ev = it["ev"][i]
+        if measured and unique and L >= STRONG:
+            _accuse(ctx, x, fp_c, L, ev, it.get("pp", {}).get(str(i), []))
+            return []
+        return [{"k": "S", "id": ctx.new_id(), "x": x, "fp": _round(fp_c), "L": round(L, 3) if measured else 0.0,
+                 "m": it["m"][i] if measured else 0, "need": 2 if measured else 1,
+                 "pp": list(it.get("pp", {}).get(str(i), [])), "root": root, "ev": list(ev)}]
+    if measured:  # a sibling that also "failed" may be a dip: its chain doubts itself more
+        chain = [ns.size(part), round(L, 3), 1.0 if dup else DIP_PRIOR]
+    else:
+        chain = list(_chain(it, L_parent))
+    return [_k(ctx, part, fp=_round(fp_c), L=_round(L, 3), inferred=not measured, root=root, chain=chain)]
+
+
+def _result_v(ctx: Ctx, it: dict, work: list[dict]) -> list[dict]:
+    tid = it.pop("t")[0]
+    r = ctx.ratio(tid)
+    st = ctx.state
+    # a defect still present would show at least the original group's deficit (min-model)
+    fps = [a["fp"] for a in st["acc"] if a.get("fp") is not None] + [st.get("fp0") or 0.8]
+    fp = max(fps)
+    l_v = llr(r, min(fp, 1 - 3 * ctx.sigma), ctx.sigma)
+    it["L"] = round(it.get("L", 0.0) + l_v, 3)
+    it["rep"] += 1
+    if it["L"] <= -1.0:
+        ctx.mark_ok(ns.to_nodes(it["s"]))
+        st["verified"] = True
+        return [it]
+    if it["L"] < STRONG and it["rep"] < 2:
+        return [it]  # marginal: run it once more
+    # it ran beside the last splits and covered their untested parts: a node now accused or being
+    # confirmed explains the failure, so verify again once they are settled
+    vset = set(ns.to_nodes(it["s"]))
+    held = {a["node"] for a in st["acc"]} | {w["x"] for w in work if w["k"] == "S"}
+    held |= {x for w in work if w["k"] in "KU" for x in ns.to_nodes(w["s"])}
+    if vset & held:
+        it.update(rep=0, L=0.0)
+        return [it]
+    # the group still fails without the accused
+    if st["def"]:
+        fp_v = _round(min(r if r is not None else 0.0, 1 - 3 * ctx.sigma))
+        new = [_unknown(ctx, d, fp_v, 0.0, 0) for d in st["def"]]
+        st["def"] = []
+        # accusations resting on one padded run get a second look with a different partner
+        for a in list(st["acc"]):
+            if len(a.get("ev", [])) < 2:
+                st["acc"].remove(a)
+                new.append({"k": "S", "id": ctx.new_id(), "x": a["node"], "fp": a["fp"], "L": a["L"], "m": 1,
+                            "need": 2, "pp": list(a.get("pp", [])), "root": None, "ev": list(a.get("ev", []))})
+        return new
+    if st.get("restarts", 0) >= MAX_RESTARTS:
+        st["unres"].append(it["s"])
+        st["verified"] = True
+        return [it]
+    st["restarts"] = st.get("restarts", 0) + 1
+    return [_k(ctx, it["s"], fp=_round(r if r is not None else 0.0), L=it["L"])]
+
+
+def _probe_fails(ctx: Ctx, tid: str, item: dict) -> bool:
+    r = ctx.ratio(tid)
+    fp = item.get("fp")
+    fp = 0.8 if fp is None or fp >= 1 - 3 * ctx.sigma else fp
+    return llr(r, fp, ctx.sigma) > 0.0
+
+
+def refresh(ctx: Ctx) -> None:
+    """Forget a passed verification once open work touches the nodes it vouched for."""
+    st = ctx.state
+    v = next((w for w in st["work"] if w["k"] == "V"), None)
+    if v is None or not v.get("s"):
+        return
+    vset = set(ns.to_nodes(v["s"]))
+    touched = any(a["node"] in vset for a in st["acc"])
+    for w in st["work"]:
+        if w["k"] == "S":
+            touched |= w["x"] in vset
+        elif w["k"] in "KUB":
+            touched |= bool(vset & set(ns.to_nodes(w.get("s") or w.get("p") or [])))
+    if touched:
+        st["verified"] = False
+        v.update(rep=0, L=0.0)
+
+
+def finished(ctx: Ctx) -> bool:
+    """Done once the final verification passed and nothing else is pending."""
+    work = ctx.state["work"]
+    return bool(ctx.state.get("verified")) and all(w["k"] == "V" and "t" not in w for w in work)
+
+
+__all__ = ["absorb", "finished", "refresh", "schedule", "start"]

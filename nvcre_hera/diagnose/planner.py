@@ -1,0 +1,127 @@
+"""The diagnose planner: one pure function from (state, results, config) to the next round or the verdict.
+
+It is the only implementation: the workflow's `plan` step, the local executor and `nvcre bench diagnose` all call
+`plan`. The recursion ends when it returns no tests (an empty withParam is Skipped in Argo).
+
+Job accounting (reference §2.2, Table B): the failing full-group run that triggered the diagnose is *not* counted
+when its result is handed to the first call (a result with id ``"full"``); without it, the planner measures what
+it needs itself and those jobs count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nvcre_hera.diagnose import adaptive, halving
+from nvcre_hera.diagnose import nodesets as ns
+from nvcre_hera.diagnose.evidence import confidence
+from nvcre_hera.diagnose.state import Ctx, Round, new_state
+
+STRATEGIES = ("adaptive", "halving")
+FULL_ID = "full"
+
+
+def plan(state: dict | None, results: Sequence[dict], config: dict) -> dict:
+    """Decide the next round of tests from everything measured so far, or finish with suspects.
+
+    `state` is None on the first call, then exactly the `state` returned last time (compact JSON).
+    `results` answer the previous call's tests: {"id", "busBandwidthGBps": float|None, "status": "ok"|"failed"}.
+    """
+    strategy = (config.get("strategy") or "adaptive").lower()
+    if strategy not in STRATEGIES:
+        raise ValueError(f"diagnoseStrategy: {strategy!r} is not one of {', '.join(STRATEGIES)}")
+    first = state is None
+    state = new_state({**config, "strategy": strategy}) if first else _copy(state)
+    ctx = Ctx(state, config, [] if first else results)
+    if first:
+        if not _init(ctx, strategy, results, config):
+            return _answer(ctx, [])
+    elif not state.get("done"):
+        ctx.learn()
+        (adaptive if state["st"] == "adaptive" else halving).absorb(ctx)
+    return _next(ctx)
+
+
+def _init(ctx: Ctx, strategy: str, results: Sequence[dict], config: dict) -> bool:
+    """Start the search; False when there is nothing to diagnose."""
+    st = ctx.state
+    if st["n"] < 2:
+        st["done"] = True
+        return False
+    full = next((r for r in results if str(r.get("id")) == FULL_ID), None)
+    value = None
+    if full is not None and full.get("status", "ok") == "ok":
+        value = full.get("busBandwidthGBps")
+    threshold = config.get("threshold")
+    if full is not None and value is not None and threshold is not None and value >= float(threshold):
+        st["done"] = True  # the group meets the user's floor: nothing to localize
+        return False
+    if strategy == "adaptive":
+        adaptive.start(ctx, None if value is None else float(value), full is not None)
+    else:
+        halving.start(ctx)
+    return True
+
+
+def _next(ctx: Ctx) -> dict:
+    st = ctx.state
+    mod = adaptive if st["st"] == "adaptive" else halving
+    if st.get("done") or mod.finished(ctx):
+        st["done"] = True
+        return _answer(ctx, [])
+    if st["st"] == "adaptive":
+        adaptive.refresh(ctx)
+    rnd = Round(ctx)
+    if st["round"] < int(ctx.config.get("maxRounds") or 48):
+        mod.schedule(ctx, rnd)
+    tests = rnd.commit()
+    if not tests:
+        for w in st["work"]:
+            if w.get("s"):
+                st["unres"].append(w["s"])
+        st["done"] = True
+    return _answer(ctx, tests)
+
+
+def _answer(ctx: Ctx, tests: list[dict]) -> dict:
+    st = ctx.state
+    ctx.flush()
+    done = not tests
+    if done:
+        st["done"] = True
+        st["work"] = []
+    return {
+        "state": st,
+        "tests": tests,
+        "done": done,
+        "suspects": suspects(st),
+        "infrastructureFaults": [{"between": f["between"], "evidence": f["evidence"]} for f in st["infra"]],
+        "unresolved": [ns.to_nodes(u) for u in st["unres"]],
+        "stats": {"jobs": st["jobs"], "rounds": st["round"], "nodeMinutes": round(st["nm"], 1)},
+    }
+
+
+def suspects(state: dict) -> list[dict]:
+    """Accused nodes in the report's shape."""
+    out = []
+    for a in state["acc"]:
+        fp = a.get("fp")
+        crashed = fp is not None and fp <= 0.0
+        out.append({
+            "node": a["node"],
+            "reason": "WorkloadFailed" if crashed else "BandwidthDeficit",
+            "deficit": None if fp is None else round(max(0.0, 1.0 - fp), 3),
+            "evidence": [{"test": t, "ratio": r} for t, r in a.get("ev", [])],
+            "confidence": confidence(a.get("L", 0.0)),
+        })
+    return out
+
+
+def _copy(state: dict) -> dict:
+    """Never mutate the caller's state (the planner is pure)."""
+    import json
+
+    return json.loads(json.dumps(state))
+
+
+__all__ = ["FULL_ID", "STRATEGIES", "plan", "suspects"]

@@ -1,0 +1,192 @@
+"""Planner state shared by both strategies, and the builder that packs one round of tests.
+
+The state is plain JSON that Argo stores between rounds: node indices and ranges only, never names, so a
+4096-node diagnose keeps it to a few KiB. A round obeys the two physical rules of the reference (§1): a node is in
+at most one job per round, and at most `maxConcurrent` jobs use the scale-out network (jobs inside one node or one
+NVLink clique are free).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from nvcre_hera.diagnose import nodesets as ns
+from nvcre_hera.diagnose.evidence import Reference, job_minutes
+
+STATE_VERSION = 1
+
+
+def new_state(config: dict) -> dict:
+    """Fresh state for a diagnose of nodes 0..nodeCount-1."""
+    n = int(config["nodeCount"])
+    return {
+        "v": STATE_VERSION,
+        "st": config.get("strategy") or "adaptive",
+        "n": n,
+        "G": [[0, n]] if n else [],
+        "round": 0,
+        "jobs": 0,
+        "nm": 0.0,
+        "ev": {"ref": {}, "sig": [0.0, 0]},
+        "ok": "",
+        "pc": 0,
+        "seq": 0,
+        "out": {},
+        "work": [],
+        "acc": [],
+        "infra": [],
+        "unres": [],
+        "def": [],
+        "done": False,
+    }
+
+
+class Ctx:
+    """Decoded view of config + state for one planner call; `flush` writes the mutable parts back."""
+
+    def __init__(self, state: dict, config: dict, results: Sequence[dict]) -> None:
+        self.state = state
+        self.config = config
+        self.n = state["n"]
+        self.cap = int(config.get("maxConcurrent") or 0)
+        self.min_group = max(2, int(config.get("minGroupSize") or 2))
+        self.clique_of: list[int] | None = None
+        cliques = config.get("cliques")
+        if cliques:
+            self.clique_of = [-1] * self.n
+            for ci, members in enumerate(cliques):
+                for x in members:
+                    if 0 <= x < self.n:
+                        self.clique_of[x] = ci
+        self.ref = Reference(state["ev"], config.get("baselineGBps"), float(config.get("noise") or 0.03))
+        self.ok = ns.bits_decode(state["ok"], self.n)
+        self.values: dict[str, float | None] = {}
+        self.meta: dict[str, list] = dict(state.get("out") or {})
+        for r in results:
+            rid = str(r.get("id"))
+            v = r.get("busBandwidthGBps")
+            self.values[rid] = float(v) if (r.get("status", "ok") == "ok" and v is not None) else None
+        state["out"] = {}
+
+    def learn(self) -> None:
+        """Feed this round's values into the healthy reference before any decision uses them."""
+        self.ref.learn((self.values.get(i), m[0], bool(m[1])) for i, m in self.meta.items() if i in self.values)
+
+    def ratio(self, test_id: str) -> float | None:
+        """Ratio to healthy of a test asked for last round; a missing or crashed result is None (a hard fail)."""
+        m = self.meta.get(test_id)
+        v = self.values.get(test_id)
+        if m is None or v is None:
+            return None
+        return self.ref.ratio(v, m[0], bool(m[1]))
+
+    def value(self, test_id: str) -> float | None:
+        return self.values.get(test_id)
+
+    @property
+    def sigma(self) -> float:
+        return self.ref.sigma
+
+    def mark_ok(self, nodes: Sequence[int]) -> None:
+        for x in nodes:
+            self.ok[x] = 1
+
+    def network(self, nodes: Sequence[int]) -> bool:
+        """A job needs the scale-out network unless it stays inside one node or one NVLink clique."""
+        if len(nodes) <= 1:
+            return False
+        if self.clique_of is None:
+            return True
+        c = self.clique_of[nodes[0]]
+        return c < 0 or any(self.clique_of[x] != c for x in nodes)
+
+    def new_id(self) -> int:
+        self.state["seq"] += 1
+        return self.state["seq"]
+
+    def flush(self) -> None:
+        self.state["ok"] = ns.bits_encode(self.ok)
+
+
+class Round:
+    """Packs the next round: node-disjoint tests, at most `cap` of them on the network."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+        self.busy = bytearray(ctx.n)
+        self.net = 0
+        self.tests: list[dict] = []
+        self.number = ctx.state["round"] + 1
+
+    def free(self) -> int:
+        """Network slots left this round (a large number when uncapped)."""
+        return 10**9 if self.ctx.cap <= 0 else self.ctx.cap - self.net
+
+    def fits(self, groups: Sequence[Sequence[int]]) -> bool:
+        seen: set[int] = set()
+        need = 0
+        for g in groups:
+            for x in g:
+                if self.busy[x] or x in seen:
+                    return False
+                seen.add(x)
+            need += self.ctx.network(g)
+        return need <= self.free()
+
+    def add(self, groups: Sequence[Sequence[int]]) -> list[str] | None:
+        """Schedule all of `groups` or none of them; returns their test ids."""
+        if not groups or not self.fits(groups):
+            return None
+        ids = []
+        for g in groups:
+            net = self.ctx.network(g)
+            tid = f"r{self.number}-t{len(self.tests)}"
+            nodes = sorted(g)
+            self.tests.append({"id": tid, "nodes": nodes, "network": net})
+            self.ctx.state["out"][tid] = [len(nodes), int(net)]
+            for x in nodes:
+                self.busy[x] = 1
+            self.net += net
+            ids.append(tid)
+        return ids
+
+    def reserve(self, nodes: Sequence[int]) -> None:
+        """Hold nodes out of later picks this round (e.g. partners chosen before their job is added)."""
+        for x in nodes:
+            self.busy[x] = 1
+
+    def release(self, nodes: Sequence[int]) -> None:
+        for x in nodes:
+            self.busy[x] = 0
+
+    def partner(self, x: int, avoid: Sequence[int] = (), exclude: Sequence[int] = ()) -> int | None:
+        """A known-healthy free node to pad `x` with, same clique first, rotating so partners differ."""
+        ctx = self.ctx
+        bad = set(avoid) | set(exclude) | {x}
+        n = ctx.n
+        start = ctx.state["pc"] % max(n, 1)
+        fallback = None
+        want = ctx.clique_of[x] if ctx.clique_of is not None else -1
+        for step in range(n):
+            y = (start + step) % n
+            if ctx.ok[y] and not self.busy[y] and y not in bad:
+                if want < 0 or ctx.clique_of[y] == want:
+                    ctx.state["pc"] = y + 1
+                    return y
+                if fallback is None:
+                    fallback = y
+        if fallback is not None:
+            ctx.state["pc"] = fallback + 1
+        return fallback
+
+    def commit(self) -> list[dict]:
+        """Account the round in the stats and return its tests."""
+        st = self.ctx.state
+        if self.tests:
+            st["round"] = self.number
+            st["jobs"] += len(self.tests)
+            st["nm"] = round(st["nm"] + sum(len(t["nodes"]) * job_minutes(len(t["nodes"])) for t in self.tests), 2)
+        return self.tests
+
+
+__all__ = ["STATE_VERSION", "Ctx", "Round", "new_state"]
