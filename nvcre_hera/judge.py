@@ -30,7 +30,8 @@ KIND = "CertificationReport"
 
 # The reason a failed group or category is filed under: the most specific first (NVCRE: HardwareFailed wins).
 REASON_PRECEDENCE = ("HardwareFailureDetected", "DataCorruption", "TransportMismatch", "DiagnosticFailed",
-                     "WorkloadFailed", "ThresholdViolation", "MeasurementNotFound")
+                     "WorkloadFailed", "SuspectNode", "InfrastructureFault", "ThresholdViolation",
+                     "MeasurementNotFound")
 NO_RESULTS_MESSAGE = "no results: the test step did not complete"
 EMPTY_RESULTS_MESSAGE = "no results: no test ran for this category"
 LOG_TAIL_LINES = 20
@@ -274,7 +275,32 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         for r in group["reasons"]:
             for node in ([r["node"]] if r["node"] else group["nodes"]):
                 blame.append({"name": node, "reason": r["reason"], "message": r["message"]})
+    if category.get("diagnose") is not None:
+        _add_diagnose(entry, category["diagnose"])
     return entry, blame
+
+
+def _add_diagnose(entry: dict, verdict: dict) -> None:
+    """Diagnose's verdict: suspects are blamed through their groups; an infrastructure fault (a link or switch
+    between nodes that pass on their own) fails the category without blaming either node."""
+    stats = verdict.get("stats") or {}
+    faults = list(verdict.get("infrastructureFaults") or [])
+    entry["diagnose"] = {"suspects": list(verdict.get("suspects") or []), "infrastructureFaults": faults,
+                         "jobs": stats.get("jobs"), "rounds": stats.get("rounds"),
+                         "nodeMinutes": stats.get("nodeMinutes"), "nodeCount": verdict.get("nodeCount")}
+    entry["jobs"] = stats.get("jobs", entry["jobs"])
+    for fault in faults:
+        sides = [[str(x) for x in side] if isinstance(side, list) else [str(side)]
+                 for side in fault.get("between") or []]
+        nodes = [n for side in sides for n in side]
+        entry["failedGroups"].append({"name": " <-> ".join(",".join(side) for side in sides),
+                                      "nodeCount": len(nodes), "nodes": nodes, "reason": "InfrastructureFault",
+                                      "message": str(fault.get("evidence") or "infrastructure fault"),
+                                      "failureLog": ""})
+    if faults:
+        entry["status"] = "Failed"
+        entry["failureReason"] = min([entry["failureReason"] or "InfrastructureFault", "InfrastructureFault"],
+                                     key=_precedence)
 
 
 def _failed_nodes(blames: list[tuple[str, list[dict]]]) -> list[dict]:

@@ -11,6 +11,7 @@ import io
 import json
 import re
 import shlex
+import traceback
 import sys
 from contextlib import redirect_stdout
 from dataclasses import dataclass
@@ -51,7 +52,13 @@ def step_pod_runner(cluster, step_image: str) -> Callable:
         outputs = Outputs(_out_dir(req.args), in_memory=True)
         stray = io.StringIO()
         with redirect_stdout(stray):  # a step prints through `log`; anything else is captured, not lost
-            code = step_main(req.args, cluster=cluster, outputs=outputs, log=lines.append)
+            try:
+                code = step_main(req.args, cluster=cluster, outputs=outputs, log=lines.append)
+            except SystemExit as exc:  # argparse rejected the arguments, as in a pod
+                code = exc.code if isinstance(exc.code, int) else 2
+            except Exception:  # a crashing step is a Failed pod with its traceback in the log, as on a cluster
+                lines.append(traceback.format_exc())
+                code = 1
         stdout = "\n".join(lines) + stray.getvalue()
         return PodResult(exit_code=code, stdout=stdout, files=outputs.files,
                          duration_s=max(0.0, cluster.now() - req.start_time) + 1.0)

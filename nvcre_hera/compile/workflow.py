@@ -18,6 +18,7 @@ from hera.workflows import DAG, Container, CronWorkflow, Parameter, RetryStrateg
 from hera.workflows import models as m
 
 from nvcre_hera.api import Certification
+from nvcre_hera.compile.diagnose import diagnose_template, plan_template
 from nvcre_hera.compile.plan import CompileOptions, category_task_name, workflow_plan
 from nvcre_hera.spec_load import ResolvedCategory, resolve_categories
 from nvcre_hera.units import parse_duration
@@ -49,19 +50,25 @@ def _test_deadline_s(cat: ResolvedCategory) -> int:
 
 def _category_templates(cat: ResolvedCategory, image: str) -> tuple[Container, DAG]:
     i = cat.index
+    diagnose = cat.options["testScale"] == "diagnose"
+    setup_args = ["--setup", "{{inputs.parameters.setup}}"] if diagnose else []
     test = _step(
         f"test-{i}", image,
         ["run", "--plan", "{{workflow.parameters.plan}}", "--category", str(i),
          "--group", "{{inputs.parameters.group}}", "--platform", "{{inputs.parameters.platform}}",
          "--gpu", "{{inputs.parameters.gpu}}", "--workflow-name", "{{workflow.name}}",
-         "--workflow-uid", "{{workflow.uid}}", "--namespace", "{{workflow.namespace}}", "--out", OUT_DIR],
-        inputs=[Parameter(name="group"), Parameter(name="platform"), Parameter(name="gpu")],
+         "--workflow-uid", "{{workflow.uid}}", "--namespace", "{{workflow.namespace}}", *setup_args,
+         "--out", OUT_DIR],
+        inputs=[Parameter(name="group"), Parameter(name="platform"), Parameter(name="gpu"),
+                *([Parameter(name="setup")] if diagnose else [])],
         outputs=[_output("metrics", "[]")],
         active_deadline_seconds=_test_deadline_s(cat),
         # Only pod errors (eviction, API hiccups) are retried: a failed test is data, reported by the judge.
         retry_strategy=RetryStrategy(limit=2, retry_policy="OnError",
                                      backoff=m.Backoff(duration="10s", factor=2)),
     )
+    if diagnose:
+        return test, diagnose_template(cat, plan_template(cat, image, _step, _output), test)
     cap = int(cat.options["maxConcurrent"])
     with DAG(
         name=f"category-{i}",
@@ -79,11 +86,6 @@ def _category_templates(cat: ResolvedCategory, image: str) -> tuple[Container, D
 def build(cert: Certification, opts: CompileOptions) -> Workflow:
     """The Hera object for `opts.kind` (workflow | template | cron)."""
     categories = resolve_categories(cert)
-    unsupported = [c for c in categories if c.options["testScale"] == "diagnose"]
-    if unsupported:
-        from nvcre_hera.compile.diagnose import require_diagnose_support
-
-        require_diagnose_support(unsupported)
     plan = workflow_plan(cert, categories, opts)
     name = cert.metadata.name
     meta: dict[str, Any] = dict(
@@ -117,7 +119,8 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
             "discover", image,
             ["discover", "--plan", "{{workflow.parameters.plan}}", "--out", OUT_DIR],
             outputs=[_output("summary", "{}"), _output("platform", "onprem"), _output("gpu", "unknown"),
-                     *[_output(f"groups-{c.index}", "[]") for c in categories]],
+                     *[_output(f"groups-{c.index}", "[]") for c in categories],
+                     *[_output(f"setup-{c.index}", "{}") for c in categories if c.options["testScale"] == "diagnose"]],
             retry_strategy=RetryStrategy(limit=3, retry_policy="OnError"),
         )
         cat_templates = [_category_templates(c, image) for c in categories]
@@ -144,11 +147,14 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
                 # Categories run one after another on the same nodes, whatever the previous one's outcome.
                 depends = "discover" if previous is None else \
                     f"{previous}.Succeeded || {previous}.Failed || {previous}.Errored"
-                Task(name=task_name, template=dag, depends=depends, arguments={
-                    "groups": f"{{{{tasks.discover.outputs.parameters.groups-{cat.index}}}}}",
-                    "platform": "{{tasks.discover.outputs.parameters.platform}}",
-                    "gpu": "{{tasks.discover.outputs.parameters.gpu}}",
-                })
+                common = {"platform": "{{tasks.discover.outputs.parameters.platform}}",
+                          "gpu": "{{tasks.discover.outputs.parameters.gpu}}"}
+                if cat.options["testScale"] == "diagnose":
+                    args = {"setup": f"{{{{tasks.discover.outputs.parameters.setup-{cat.index}}}}}",
+                            "state": "null", "results": "[]", **common}
+                else:
+                    args = {"groups": f"{{{{tasks.discover.outputs.parameters.groups-{cat.index}}}}}", **common}
+                Task(name=task_name, template=dag, depends=depends, arguments=args)
                 cat_tasks.append(task_name)
                 previous = task_name
             judge_depends = " && ".join(f"({t}.Succeeded || {t}.Failed || {t}.Errored)" for t in cat_tasks)

@@ -135,6 +135,35 @@ def _failed_group_lines(groups: list[dict]) -> list[str]:
     return lines
 
 
+def describe_evidence(evidence: Any) -> str:
+    """The planner's evidence ([{test, ratio}] or text) as one readable clause."""
+    if isinstance(evidence, list) and evidence and all(isinstance(e, dict) for e in evidence):
+        parts = []
+        for e in evidence[:4]:
+            ratio = e.get("ratio")
+            where = f"test {e.get('test')}" if e.get("test") else "a test"
+            parts.append(f"{where} ran at {ratio:.0%} of its peers" if isinstance(ratio, (int, float))
+                         else f"{where} failed")
+        return "; ".join(parts)
+    return str(evidence) if evidence else "slower than its peers"
+
+
+def _diagnose_lines(d: dict) -> list[str]:
+    lines = [f"Diagnose:   {d.get('nodeCount') or '?'} nodes, {d.get('jobs') or 0} jobs in {d.get('rounds') or 0} "
+             f"rounds, {number(d.get('nodeMinutes'))} node-minutes"]
+    for s in d.get("suspects") or []:
+        lines.append(f"  suspect {clean(s.get('node'))}: {clean(s.get('reason'))}, deficit {number(s.get('deficit'))}, "
+                     f"confidence {number(s.get('confidence'))}")
+        if s.get("evidence"):
+            lines.append(f"    {clean(describe_evidence(s.get('evidence')))}")
+    for f in d.get("infrastructureFaults") or []:
+        sides = [", ".join(map(clean, side)) if isinstance(side, list) else clean(side) for side in f.get("between") or []]
+        lines.append(f"  infrastructure fault between {' and '.join(sides)}")
+    if not d.get("suspects") and not d.get("infrastructureFaults"):
+        lines.append("  no suspects: every node passed")
+    return lines
+
+
 def _category_box(c: dict) -> list[str]:
     lines = [
         f"Status:     {c.get('status')}",
@@ -154,8 +183,10 @@ def _category_box(c: dict) -> list[str]:
         judged = _runs(c)
         head = f"Thresholds (judged on {judged}; failed workloads are not judged):" if " of " in judged else "Thresholds:"
         lines += [head, *("  " + threshold_line(t) for t in c.get("thresholds") or [])]
-    else:
+    elif not c.get("diagnose"):  # diagnose judges bandwidth in its planner; its lines follow
         lines.append(NO_THRESHOLDS)
+    if c.get("diagnose"):
+        lines += ["", *_diagnose_lines(c["diagnose"])]
     if c.get("failedGroups"):
         lines += ["", *_failed_group_lines(c["failedGroups"])]
     return _box(f"{c.get('domain')}/{c.get('variant')}", lines)

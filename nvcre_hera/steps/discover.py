@@ -7,11 +7,20 @@ minority GPU architecture, nodes with fewer allocatable GPUs than the categories
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 from nvcre_hera.catalog import gpu_defaults
 from nvcre_hera.cluster.base import Cluster
-from nvcre_hera.grouping import Exclusion, allocatable_gpus, build_groups, select_nodes
+from nvcre_hera.grouping import (
+    CLIQUE_LABEL,
+    Exclusion,
+    allocatable_gpus,
+    build_groups,
+    select_nodes,
+    topology_domains,
+)
+from nvcre_hera.nodeindex import make_setup, target_order
 from nvcre_hera.platform import GPU_PRODUCT_LABEL, detect_architecture, detect_platform, node_labels, node_name
 from nvcre_hera.steps.io import Outputs
 
@@ -41,6 +50,22 @@ def _gpu_filter(nodes: list[dict], needed: int) -> tuple[list[dict], list[Exclus
     return keep, excluded
 
 
+def floor_of(expression: str | None) -> float | None:
+    """The bandwidth floor in a threshold like `value >= 300` (the planner's pass line); None if not that simple."""
+    match = re.fullmatch(r"\s*value\s*>=?\s*([0-9]+(?:\.[0-9]*)?)\s*", expression or "")
+    return float(match.group(1)) if match else None
+
+
+def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], opts: dict) -> dict:
+    has_cliques = any(CLIQUE_LABEL in node_labels(n) for n in eligible)
+    cliques = topology_domains(eligible) if has_cliques else None  # racks are no NVLink domain: √N chunks then
+    config = {"strategy": opts.get("diagnoseStrategy", "adaptive"), "maxConcurrent": int(opts["maxConcurrent"]),
+              "minGroupSize": int(opts["minGroupSize"]), "baselineGBps": None, "seed": 0,
+              "threshold": floor_of((opts.get("thresholds") or {}).get("busBandwidthGBps"))}
+    return make_setup(target_order(all_nodes, target), sorted(node_name(n) for n in eligible), cliques, config,
+                      target)
+
+
 def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable[[str], None]) -> int:
     all_nodes = cluster.list_nodes()
     selection = select_nodes(all_nodes, plan.get("target") or {})
@@ -60,8 +85,11 @@ def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable
     for cat in plan["categories"]:
         opts = cat["options"]
         size = opts.get("nodesPerJob")
-        groups = build_groups(nodes, opts["testScale"], min(size, len(nodes)) if size else None) if nodes else []
+        scale = "full-scale" if opts["testScale"] == "diagnose" else opts["testScale"]
+        groups = build_groups(nodes, scale, min(size, len(nodes)) if size else None) if nodes else []
         out.write(f"groups-{cat['index']}", groups)
+        if opts["testScale"] == "diagnose":
+            out.write(f"setup-{cat['index']}", diagnose_setup(all_nodes, plan.get("target") or {}, nodes, opts))
         summary_categories.append({"index": cat["index"], "testScale": opts["testScale"], "groups": len(groups),
                                    "nodesPerJob": max((len(g["nodes"]) for g in groups), default=0)})
     summary = {

@@ -45,6 +45,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workflow-name", required=True)
     p.add_argument("--workflow-uid", required=True)
     p.add_argument("--namespace", required=True)
+    p.add_argument("--setup", type=_json_arg, default=None, help="diagnose: how node indices map to nodes")
+    p.add_argument("--out", default="/tmp/nvcre")
+    p = sub.add_parser("plan")
+    p.add_argument("--setup", type=_json_arg, required=True)
+    p.add_argument("--state", type=_json_arg, required=True)
+    p.add_argument("--results", type=_json_arg, required=True)
     p.add_argument("--out", default="/tmp/nvcre")
     p = sub.add_parser("judge")
     p.add_argument("--plan", type=_json_arg, required=True)
@@ -80,7 +86,11 @@ def main(argv: list[str] | None = None, *, cluster: Cluster | None = None, outpu
         ctx = JobContext(args.workflow_name, args.workflow_uid, args.namespace, args.platform,
                          None if args.gpu == "unknown" else args.gpu, gang.get("schedulerName"), gang.get("queue"),
                          gang.get("queueLabelKey"), args.plan.get("priorityClassName"))
-        return run_test(args.plan, args.category, args.group, ctx, cluster, out, say)
+        return run_test(args.plan, args.category, args.group, ctx, cluster, out, say, setup=args.setup)
+    if args.step == "plan":
+        from nvcre_hera.steps.plan_step import plan_step
+
+        return plan_step(args.setup, args.state, args.results, cluster, out, say)
     if args.step == "judge":
         from nvcre_hera.steps.verdict import judge_step
 

@@ -14,6 +14,7 @@ from nvcre_hera.catalog import CatalogEntry, get_entry, platform_settings
 from nvcre_hera.cluster.base import Cluster, JobOutcome
 from nvcre_hera.jobs import JobContext, plan_job
 from nvcre_hera.jobs.base import backend_for
+from nvcre_hera.nodeindex import resolve
 from nvcre_hera.parsers import reasons as reason_rules
 from nvcre_hera.steps.io import Outputs
 from nvcre_hera.units import parse_duration
@@ -23,6 +24,7 @@ LOG_TAIL_LINES = 20
 # print the end of the launcher log (nccl-tests' table and footer, or the failure), not megabytes of NCCL INFO.
 STREAM_LINES = 40
 STREAM_BYTES = 8192
+DIAGNOSE_STREAM_LINES = 3  # diagnose runs many small tests: keep each pod's stored output tiny
 MEASUREMENT_POLL_S = 10.0
 
 
@@ -104,8 +106,12 @@ def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: 
 
 
 def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobContext, cluster: Cluster,
-             out: Outputs, log: Callable[[str], None]) -> int:
+             out: Outputs, log: Callable[[str], None], setup: dict | None = None) -> int:
     cat = next(c for c in plan["categories"] if c["index"] == category_index)
+    diagnose = setup is not None
+    if diagnose:  # a diagnose test names nodes by index (see nvcre_hera.nodeindex)
+        names = resolve(list(group["nodes"]), setup, cluster.list_nodes())
+        group = {"id": str(group["id"]), "nodes": names}
     entry = get_entry(cat["domain"], cat["variant"])
     options = cat["options"]
     backend = backend_for(entry)
@@ -118,7 +124,7 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             f"{backend.kind} {name}")
         outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
         text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]))
-        _stream_log(text, log)
+        _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
         reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
         deleted = cluster.delete_job(name)
         metrics = reason_rules.metrics_from(entry.parser, parsed)
@@ -135,16 +141,19 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         summary = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()) or "no measurement"
         log(f"run: {name} {outcome.phase} after {outcome.elapsed_s:.0f}s: {summary}; "
             f"{'; '.join(r['reason'] for r in reasons) or 'no problems'}; job deleted: {deleted}")
+    if diagnose:  # the planner's input: one value per test, nothing else travels up the recursion
+        results = [{"id": r["group"], "busBandwidthGBps": r["metrics"].get("busBandwidthGBps"),
+                    "status": r["status"], "jobDeleted": r["jobDeleted"]} for r in results]
     out.write("metrics", results)
     return 0
 
 
-def _stream_log(text: str, log: Callable[[str], None]) -> None:
-    lines = text.splitlines()
-    shown = lines[-STREAM_LINES:]
+def _stream_log(text: str, log: Callable[[str], None], lines: int) -> None:
+    all_lines = text.splitlines()
+    shown = all_lines[-lines:] if lines else []
     while len(shown) > 1 and sum(len(line) + 1 for line in shown) > STREAM_BYTES:
         shown = shown[1:]
-    log(f"--- launcher log ({len(shown)} of {len(lines)} lines) ---")
+    log(f"--- launcher log ({len(shown)} of {len(all_lines)} lines) ---")
     for line in shown:
         log(line)
     log("--- end of launcher log ---")

@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 from nvcre_hera.catalog import get_entry
 from nvcre_hera.judge import judge
-from nvcre_hera.report.card import render_card
+from nvcre_hera.report.card import describe_evidence, render_card
 from nvcre_hera.steps.io import Outputs
 
 
@@ -26,6 +26,20 @@ def _flatten(per_group: Any) -> list[dict] | None:
     return flat
 
 
+def _diagnose_results(verdict: Any) -> list[dict] | None:
+    """Diagnose's verdict as judge input: one failed group per suspect (that node only), one passed summary."""
+    if not isinstance(verdict, dict) or "stats" not in verdict:
+        return None  # the recursion did not finish: no verdict, never a silent pass
+    out = [{"group": "diagnose", "nodes": [], "status": "ok", "metrics": {}, "reasons": [],
+}]
+    for s in verdict.get("suspects") or []:
+        message = (f"diagnose: {describe_evidence(s.get('evidence'))} (deficit {s.get('deficit')}, "
+                   f"confidence {s.get('confidence')})")
+        out.append({"group": f"suspect-{s['node']}", "nodes": [s["node"]], "status": "failed", "metrics": {},
+                    "reasons": [{"node": s["node"], "reason": s.get("reason") or "SuspectNode", "message": message}]})
+    return out
+
+
 def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out: Outputs,
                log: Callable[[str], None]) -> int:
     by_index = {c["index"]: c for c in summary.get("categories") or []}
@@ -33,14 +47,21 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
     for cat in plan["categories"]:
         entry = get_entry(cat["domain"], cat["variant"])
         disc = by_index.get(cat["index"], {})
-        flat = _flatten(results.get(cat["index"]))
+        thresholds = cat["options"].get("thresholds") or {}
+        verdict = None
+        if cat["options"]["testScale"] == "diagnose":
+            verdict = results.get(cat["index"])
+            flat = _diagnose_results(verdict)
+            thresholds = {}  # the planner judged the bandwidth (the threshold is its pass line)
+        else:
+            flat = _flatten(results.get(cat["index"]))
         if flat == [] and summary.get("selectedNodes", 0) == 0:
             flat = None  # nothing could be tested: the category has no results, never a vacuous pass
         categories.append({
             "domain": cat["domain"], "variant": cat["variant"], "testScale": cat["options"]["testScale"],
             "nodesPerJob": disc.get("nodesPerJob", 0), "enableMNNVL": bool(cat["options"].get("enableMNNVL")),
-            "thresholds": cat["options"].get("thresholds") or {}, "metricNames": list(entry.metrics),
-            "results": flat,
+            "thresholds": thresholds, "metricNames": list(entry.metrics), "results": flat,
+            **({"diagnose": verdict} if flat is not None and verdict is not None else {}),
         })
     report = judge(plan["name"], summary, categories)
     card = render_card(report)

@@ -1,0 +1,70 @@
+"""`nvcre-step plan`: one diagnose round. Calls the pure planner with the state and the last round's results, and
+writes the next round's tests (empty when done, which makes Argo skip the fan-out and end the recursion), the new
+state, `next` (`[0]` to recurse, `[]` to stop) and, when done, the final verdict.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from nvcre_hera.cluster.base import Cluster
+from nvcre_hera.diagnose.planner import plan
+from nvcre_hera.nodeindex import resolve
+from nvcre_hera.steps.io import Outputs
+
+
+def compact_results(aggregated: Any) -> list[dict]:
+    """The fan-out's aggregated metrics (a list per test pod) as the planner's results."""
+    out: list[dict] = []
+    for item in aggregated or []:
+        for run in item if isinstance(item, list) else [item]:
+            if isinstance(run, dict) and "id" in run:
+                out.append({"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"),
+                            "status": run.get("status", "failed")})
+    return out
+
+
+def _flat(value: Any) -> list[int]:
+    if isinstance(value, list):
+        return [i for v in value for i in _flat(v)]
+    return [value] if isinstance(value, int) else []
+
+
+def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
+    """The planner's final answer with node indices turned into names (the report names nodes)."""
+    suspects = list(answer.get("suspects") or [])
+    faults = list(answer.get("infrastructureFaults") or [])
+    indices = sorted({s["node"] for s in suspects} | {i for f in faults for i in _flat(f.get("between"))})
+    names = dict(zip(indices, resolve(indices, setup, cluster.list_nodes()))) if indices else {}
+
+    def named(value: Any) -> Any:  # `between` is [a, b] or [[side a], [side b]]
+        return [named(v) for v in value] if isinstance(value, list) else names[value]
+
+    return {
+        "suspects": [{**s, "node": names[s["node"]]} for s in suspects],
+        "infrastructureFaults": [{**f, "between": named(f.get("between") or [])} for f in faults],
+        "stats": answer.get("stats") or {},
+        "nodeCount": setup["config"].get("nodeCount"),
+    }
+
+
+def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: Outputs,
+              log: Callable[[str], None]) -> int:
+    answer = plan(state if isinstance(state, dict) else None, compact_results(aggregated), setup["config"])
+    tests = answer["tests"]
+    out.write("state", answer["state"])
+    out.write("tests", tests)
+    out.write("next", [0] if tests else [])
+    out.write("final", named_verdict(answer, setup, cluster) if not tests else {})
+    stats = answer.get("stats") or {}
+    if tests:
+        log(f"plan: round {stats.get('rounds', '?')}: {len(tests)} test(s), "
+            f"{sum(1 for t in tests if t.get('network'))} on the scale-out network")
+    else:
+        log(f"plan: done after {stats.get('rounds', '?')} round(s) and {stats.get('jobs', '?')} job(s): "
+            f"{len(answer.get('suspects') or [])} suspect(s), "
+            f"{len(answer.get('infrastructureFaults') or [])} infrastructure fault(s)")
+    return 0
+
+
+__all__ = ["compact_results", "plan_step"]
