@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from nvcre_hera.cluster.base import Cluster
+from nvcre_hera.diagnose.nodesets import from_nodes
 from nvcre_hera.diagnose.planner import plan
 from nvcre_hera.nodeindex import resolve
 from nvcre_hera.steps.io import Outputs
@@ -53,7 +54,9 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     answer = plan(state if isinstance(state, dict) else None, compact_results(aggregated), setup["config"])
     tests = answer["tests"]
     out.write("state", answer["state"])
-    out.write("tests", tests)
+    # Every test item is stored twice over in the Workflow (plan output, test input): ranges, not index lists.
+    out.write("tests", [{"id": t["id"], "ranges": from_nodes(t["nodes"]), "network": t.get("network", True)}
+                        for t in tests])
     out.write("next", [0] if tests else [])
     out.write("final", named_verdict(answer, setup, cluster) if not tests else {})
     stats = answer.get("stats") or {}

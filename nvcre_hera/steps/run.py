@@ -14,6 +14,7 @@ from nvcre_hera.catalog import CatalogEntry, get_entry, platform_settings
 from nvcre_hera.cluster.base import Cluster, JobOutcome
 from nvcre_hera.jobs import JobContext, plan_job
 from nvcre_hera.jobs.base import backend_for
+from nvcre_hera.diagnose.nodesets import to_nodes
 from nvcre_hera.nodeindex import resolve
 from nvcre_hera.parsers import reasons as reason_rules
 from nvcre_hera.steps.io import Outputs
@@ -110,7 +111,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
     cat = next(c for c in plan["categories"] if c["index"] == category_index)
     diagnose = setup is not None
     if diagnose:  # a diagnose test names nodes by index (see nvcre_hera.nodeindex)
-        names = resolve(list(group["nodes"]), setup, cluster.list_nodes())
+        indices = to_nodes(group["ranges"]) if "ranges" in group else list(group["nodes"])
+        names = resolve(indices, setup, cluster.list_nodes())
         group = {"id": str(group["id"]), "nodes": names}
     entry = get_entry(cat["domain"], cat["variant"])
     options = cat["options"]

@@ -1,0 +1,60 @@
+"""`testScale: diagnose` end to end: the compiled recursive workflow, run by the local executor on example clusters,
+names the right suspects and nothing else (issue: diagnose mode)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nvcre_hera.local_run import run_local
+
+ROOT = Path(__file__).resolve().parent.parent
+CERT = str(ROOT / "examples" / "certifications" / "diagnose.yaml")
+
+
+def diagnose(cluster: str) -> tuple[dict, object]:
+    local = run_local(CERT, str(ROOT / "examples" / "clusters" / f"{cluster}.yaml"))
+    (category,) = local.report["categories"]
+    return local.report, category["diagnose"]
+
+
+def test_two_faulty_nodes_among_64_are_named_and_nothing_else():
+    report, verdict = diagnose("two-faulty-64")
+    assert sorted(s["node"] for s in verdict["suspects"]) == ["gpu-node-13", "gpu-node-50"]
+    assert verdict["infrastructureFaults"] == []
+    assert {n["name"] for n in report["failedNodes"]} == {"gpu-node-13", "gpu-node-50"}
+    assert report["result"] == "FAILED"
+    assert report["execution"]["jobObjectsLeftBehind"] == 0
+
+
+def test_link_fault_is_an_infrastructure_fault_not_a_node():
+    report, verdict = diagnose("link-fault")
+    assert verdict["suspects"] == []
+    (fault,) = verdict["infrastructureFaults"]
+    flat = sorted(n for side in fault["between"] for n in (side if isinstance(side, list) else [side]))
+    assert flat == ["gpu-node-03", "gpu-node-04"]
+    assert report["failedNodes"] == []  # neither end is blamed: the link between them is
+    assert report["result"] == "FAILED" and report["categories"][0]["failureReason"] == "InfrastructureFault"
+
+
+def test_flapping_node_is_caught():
+    report, verdict = diagnose("flapping")
+    assert [s["node"] for s in verdict["suspects"]] == ["gpu-node-05"]
+    assert {n["name"] for n in report["failedNodes"]} == {"gpu-node-05"}
+
+
+def test_healthy_cluster_passes_without_suspects():
+    report, verdict = diagnose("healthy-h100-16")
+    assert verdict["suspects"] == [] and verdict["infrastructureFaults"] == []
+    assert report["result"] == "PASSED"
+
+
+def test_recursion_stores_indices_not_names():
+    """Tests travel as index ranges; node names never enter the recursion's parameters."""
+    local = run_local(CERT, str(ROOT / "examples" / "clusters" / "two-faulty-64.yaml"))
+    for node in local.run.nodes.values():
+        if node.template in ("plan-0", "diagnose-0"):
+            stored = "".join(node.inputs.values()) + "".join(node.outputs.get("parameters", {}).get(k, "")
+                                                             for k in ("state", "tests", "next"))
+            assert "gpu-node" not in stored, node.name
