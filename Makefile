@@ -27,6 +27,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_certify.py
 	$(BIN)/python bench/bench_parse.py
 	$(BIN)/python bench/bench_diagnose.py
+	$(BIN)/python bench/bench_diagnose_scale.py
 
 validate: $(STAMP)
 	$(BIN)/nvcre validate $(CERT)
