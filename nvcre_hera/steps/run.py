@@ -23,8 +23,8 @@ from nvcre_hera.units import parse_duration
 LOG_TAIL_LINES = 20
 # The pod's stdout is what the Argo UI shows, and Argo also keeps it as `outputs.result` in the Workflow object:
 # print the end of the launcher log (nccl-tests' table and footer, or the failure), not megabytes of NCCL INFO.
-STREAM_LINES = 40
-STREAM_BYTES = 8192
+STREAM_LINES = 12
+STREAM_BYTES = 2048
 DIAGNOSE_STREAM_LINES = 3  # diagnose runs many small tests: keep each pod's stored output tiny
 MEASUREMENT_POLL_S = 10.0
 
