@@ -29,19 +29,35 @@ RESERVED_LABEL_KEYS = ("app.kubernetes.io/managed-by",)
 
 def check_label_key(key: str) -> str:
     prefix = key.split("/", 1)[0] if "/" in key else ""
-    if not LABEL_KEY.match(key) or len(prefix) > 253:
+    if not LABEL_KEY.fullmatch(key) or len(prefix) > 253:
         raise ValueError(f"{key!r} is not a valid label key")
     return key
 
 
+def check_dns_subdomain(value: str, what: str) -> str:
+    """Names the API server checks as DNS-1123 subdomains (schedulerName, priorityClassName): fail at load time,
+    not when every test's job is rejected at run time."""
+    if len(value) > 253 or not re.fullmatch(_DNS_SUBDOMAIN, value):
+        raise ValueError(f"{value!r} is not a valid {what} (lowercase DNS subdomain, e.g. kai-scheduler)")
+    return value
+
+
 def check_label_value(value: str) -> str:
-    if not LABEL_VALUE.match(value):
+    if not LABEL_VALUE.fullmatch(value):
         raise ValueError(f"{value!r} is not a valid label value (≤ 63 characters: letters, digits, '-', '_', '.')")
     return value
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True, frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data: object) -> object:
+        """`field: null` (an empty `options:` line) means unset, as for the API server and NVCRE's Go types."""
+        if isinstance(data, dict):
+            return {k: v for k, v in data.items() if v is not None}
+        return data
 
 
 class NodeSelectorRequirement(_Model):
@@ -146,7 +162,7 @@ class SourceRepo(_Model):
     @field_validator("url")
     @classmethod
     def _https(cls, value: str) -> str:
-        if not re.match(r"^https://[A-Za-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9._~/-]*$", value):
+        if not re.fullmatch(r"^https://[A-Za-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9._~/-]*$", value):
             raise ValueError(f"{value!r} is not an https repository URL")
         return value
 
@@ -211,7 +227,7 @@ class CategoryOptions(_Model):
     @field_validator("image")
     @classmethod
     def _image_ref(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^[a-z0-9][a-z0-9._:/@+-]*$", value, re.IGNORECASE):
+        if value is not None and not re.fullmatch(r"^[a-z0-9][a-z0-9._:/@+-]*$", value, re.IGNORECASE):
             raise ValueError(f"{value!r} is not an image reference")
         return value
 
@@ -220,7 +236,7 @@ class CategoryOptions(_Model):
     def _extended_resource(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        if not _EXTENDED_RESOURCE.match(value):
+        if not _EXTENDED_RESOURCE.fullmatch(value):
             raise ValueError(f"{value!r} is not an extended resource name (domain/name, e.g. rdma/ib or "
                              "nvidia.com/mlnxnics)")
         domain = value.split("/", 1)[0]
@@ -249,6 +265,11 @@ class GangScheduler(_Model):
     queue: str = "default-queue"
     queue_label_key: str = Field("kai.scheduler/queue", alias="queueLabelKey")
 
+    @field_validator("scheduler_name")
+    @classmethod
+    def _scheduler(cls, value: str) -> str:
+        return check_dns_subdomain(value, "schedulerName")
+
     @field_validator("queue_label_key")
     @classmethod
     def _key(cls, value: str) -> str:
@@ -274,6 +295,11 @@ class CertificationSpec(CategoryOptions):
     priority_class_name: str | None = Field(None, alias="priorityClassName")
     orchestration: Orchestration | None = None
 
+    @field_validator("priority_class_name")
+    @classmethod
+    def _priority_class(cls, value: str | None) -> str | None:
+        return value if value is None else check_dns_subdomain(value, "priorityClassName")
+
 
 class ObjectMeta(_Model):
     name: str
@@ -284,7 +310,7 @@ class ObjectMeta(_Model):
     @field_validator("name")
     @classmethod
     def _dns_label(cls, value: str) -> str:
-        if not DNS_LABEL.match(value) or len(value) > 50:
+        if not DNS_LABEL.fullmatch(value) or len(value) > 50:
             raise ValueError(f"{value!r} must be a lowercase DNS label of at most 50 characters "
                              "(it names the Workflow and its jobs)")
         return value
@@ -311,6 +337,7 @@ __all__ = [
     "OPTION_FIELDS",
     "TargetSpec",
     "TestScale",
+    "check_dns_subdomain",
     "check_label_key",
     "check_label_value",
 ]

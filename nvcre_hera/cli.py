@@ -8,6 +8,8 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from nvcre_hera import __version__
@@ -27,6 +29,17 @@ def _compile_options(args: argparse.Namespace):
         raise InputError(str(exc)) from None
 
 
+@contextmanager
+def in_file(path: str) -> Iterator[None]:
+    """Errors raised after loading (while compiling) name the spec path only; put the file name in front."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.where.startswith(("spec", "metadata")):
+            raise InputError(exc.message, f"{path}: {exc.where}") from None
+        raise
+
+
 def _namespace_for(args: argparse.Namespace, cert) -> str:
     return args.namespace or cert.metadata.namespace or os.environ.get("ARGO_NAMESPACE") or "nvcre"
 
@@ -39,7 +52,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
     cert = load_certification(args.cert)
     args.namespace = _namespace_for(args, cert)
-    doc = compile_certification(cert, _compile_options(args))
+    with in_file(args.cert):
+        doc = compile_certification(cert, _compile_options(args))
     text = yaml.dump(doc, Dumper=getattr(yaml, "CSafeDumper", yaml.SafeDumper), sort_keys=False, width=120)
     if args.output:
         Path(args.output).write_text(text)
@@ -55,7 +69,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     cert = load_certification(args.cert)
     args.namespace = _namespace_for(args, cert)
-    report = check_certification(cert, _compile_options(args))
+    with in_file(args.cert):
+        report = check_certification(cert, _compile_options(args))
     for line in report.lines:
         print(line)
     if report.problems:

@@ -57,13 +57,19 @@ class ResolvedCategory:
         return dict(self.options.get("thresholds") or {})
 
 
+# pydantic's internal union/validator branch names in an error's location: noise to a user. Matched exactly (or by
+# their bracketed prefix) so a user's own key such as `strength` or `intBW` is never dropped from the path.
+_BRANCH_TAGS = frozenset({"str", "int", "bool", "float", "none", "list", "dict", "[key]"})
+_BRANCH_PREFIXES = ("function-", "literal[", "union[", "tagged-union[")
+
+
 def _format_loc(loc: tuple[Any, ...]) -> str:
     out = ""
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif str(part).startswith(("function-", "literal[", "union[", "str", "int", "bool")):
-            continue  # pydantic's internal union/validator branch names are noise to a user
+        elif part in _BRANCH_TAGS or str(part).startswith(_BRANCH_PREFIXES):
+            continue
         else:
             out += ("." if out else "") + str(part)
     return out
@@ -82,7 +88,9 @@ def _format_error(err: dict[str, Any]) -> str:
 
 
 def from_validation_error(exc: ValidationError, source: str) -> InputError:
-    err = exc.errors()[0]
+    errors = exc.errors()
+    # A misspelled field is also a missing one: name the typo (`schedulerNme: unknown field`), not the omission.
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     path = _format_loc(tuple(err["loc"]))
     return InputError(_format_error(err), f"{source}: {path}" if path else source)
 
@@ -90,7 +98,7 @@ def from_validation_error(exc: ValidationError, source: str) -> InputError:
 def parse_yaml(text: str, source: str) -> Any:
     """Safe YAML only: an unsafe tag (`!!python/…`) is an error, never executed."""
     try:
-        docs = list(yaml.safe_load_all(text))
+        docs = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{source}: line {mark.line + 1}, column {mark.column + 1}" if mark else source
@@ -209,7 +217,7 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
     glob = global_options(cert, source)
     global_thresholds = glob.pop("thresholds", None) or {}
     resolved: list[ResolvedCategory] = []
-    used_global_metrics: set[str] = set()
+    produced_metrics: set[str] = set()
     for index, cat in enumerate(cert.spec.categories):
         entry = _entry_for(cat, index, source)
         own = _set_fields(cat.options)
@@ -222,7 +230,7 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
             thresholds = own["thresholds"]
         else:  # a global threshold applies to every category that produces its metric
             thresholds = {m: e for m, e in global_thresholds.items() if m in entry.metrics}
-            used_global_metrics |= set(thresholds)
+        produced_metrics |= set(entry.metrics)
         options = {**OPTION_DEFAULTS, **entry.defaults.model_dump(by_alias=True, exclude_none=True),
                    **merge_options(glob, own)}
         options["thresholds"] = thresholds
@@ -235,7 +243,8 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
     for metric, expr in global_thresholds.items():
         where = f"{source}: spec.thresholds" if "thresholds" not in _set_fields(cert.spec.options) \
             else f"{source}: spec.options.thresholds"
-        if metric not in used_global_metrics:
+        # A category with its own thresholds replaces the global ones whole; that does not make the metric unknown.
+        if metric not in produced_metrics:
             raise InputError(f"no category produces metric {metric!r}", f"{where}.{metric}")
         problem = _threshold_problem(metric, expr)
         if problem:

@@ -27,7 +27,7 @@ def argo_connection(insecure: bool = False) -> tuple[str, str | None, bool]:
 def submit(args: argparse.Namespace) -> int:
     from hera.workflows import WorkflowsService
 
-    from nvcre_hera.cli import _compile_options
+    from nvcre_hera.cli import _compile_options, in_file
     from nvcre_hera.compile.workflow import build
     from nvcre_hera.spec_load import load_certification
 
@@ -35,7 +35,8 @@ def submit(args: argparse.Namespace) -> int:
     host, token, verify = argo_connection(args.insecure)
     args.namespace = args.namespace or os.environ.get("ARGO_NAMESPACE") or cert.metadata.namespace or "nvcre"
     opts = _compile_options(args)
-    holder = build(cert, opts)
+    with in_file(args.cert):
+        holder = build(cert, opts)
     holder.workflows_service = WorkflowsService(host=host, token=token, namespace=opts.namespace, verify_ssl=verify)
     try:
         created = holder.create()

@@ -12,7 +12,7 @@ _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m
 
 def parse_byte_size(text: str) -> int:
     """"16G" -> 17179869184. Digits with an optional K/M/G/T (powers of 1024, as nccl-tests reads them)."""
-    match = _BYTES.match(text)
+    match = _BYTES.fullmatch(text)  # not match(): `$` would accept a trailing newline
     if not match:
         raise ValueError(f"{text!r} is not a byte size (digits with an optional K, M, G or T, e.g. 16G)")
     value = int(match.group(1)) * _BYTE_FACTORS[match.group(2)]
