@@ -21,10 +21,8 @@ def parse_byte_size(text: str) -> int:
     return value
 
 
-def parse_duration(text: str) -> float:
-    """A Go duration ("1h", "1h30m", "90s", "500ms") in seconds; it must be positive."""
-    if not text:
-        raise ValueError("empty duration (use a Go duration such as 1h or 15m)")
+def go_duration_seconds(text: str) -> float:
+    """A Go duration ("1h", "1h30m", "90s", "500ms", "0s") in seconds, as time.ParseDuration reads it (unsigned)."""
     pos, total = 0, 0.0
     for match in _DURATION_PART.finditer(text):
         if match.start() != pos:
@@ -33,6 +31,14 @@ def parse_duration(text: str) -> float:
         pos = match.end()
     if pos != len(text) or pos == 0:
         raise ValueError(f"{text!r} is not a Go duration (e.g. 1h, 15m, 90s, 1h30m)")
+    return total
+
+
+def parse_duration(text: str) -> float:
+    """A spec duration: a Go duration that must be positive (a zero timeout would fail every test at once)."""
+    if not text:
+        raise ValueError("empty duration (use a Go duration such as 1h or 15m)")
+    total = go_duration_seconds(text)
     if total <= 0:
         raise ValueError(f"{text!r} must be longer than zero")
     return total
@@ -47,4 +53,4 @@ def format_bytes(size: float) -> str:
     return f"{int(size)} B"
 
 
-__all__ = ["format_bytes", "parse_byte_size", "parse_duration"]
+__all__ = ["format_bytes", "go_duration_seconds", "parse_byte_size", "parse_duration"]

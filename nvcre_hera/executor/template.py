@@ -16,10 +16,9 @@ import re
 from typing import Any
 
 from nvcre_hera.executor.expr import ExprError, evaluate, render
+from nvcre_hera.units import go_duration_seconds
 
 _TAG = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
-_UNIT = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 class ResolveError(ValueError):
@@ -110,15 +109,10 @@ def parse_duration(value: Any, where: str) -> float:
         return float(text)
     except ValueError:
         pass
-    pos, total = 0, 0.0
-    for m in _DURATION.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _UNIT[m.group(2)]
-        pos = m.end()
-    if pos != len(text) or not text:
-        raise ResolveError(f"{where}: {value!r} is not a duration (use 90s, 1h or seconds)")
-    return total
+    try:
+        return go_duration_seconds(text)
+    except ValueError:
+        raise ResolveError(f"{where}: {value!r} is not a duration (use 90s, 1h or seconds)") from None
 
 
 def item_vars(prefix: str, item: Any) -> tuple[dict[str, str], dict[str, Any]]:
