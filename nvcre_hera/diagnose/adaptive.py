@@ -20,7 +20,7 @@ from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import CRASH_LLR, STRONG, llr
 from nvcre_hera.diagnose.probe import new_probe, result_probe, schedule_probe
 from nvcre_hera.diagnose.items import (
-    _accuse, _k, _result_s, _result_u, _round, _schedule_s, _unknown,
+    _accuse, _cap, _k, _result_s, _result_u, _round, _schedule_s, _unknown, refresh_accused,
 )
 from nvcre_hera.diagnose.state import Ctx, Round
 
@@ -29,13 +29,16 @@ MAX_REMEASURE = 3
 MAX_RESTARTS = 2
 DIP_PRIOR = 0.05  # prior odds that a branch's only failing run was a dip rather than its defect
 INFER_LLR = 2.5  # evidence a branch needs before its last part may be inferred rather than tested
+CALIBRATE_ARITY = 6  # arity of the first split when no baseline is known (see `_schedule_k`)
 
 
 def start(ctx: Ctx, full_value: float | None, measured: bool) -> None:
     """Seed the search with the whole group, with its failing measurement as free evidence when there is one."""
     g = ctx.state["G"]
-    raw = [full_value, ns.size(g), int(ctx.network(ns.to_nodes(g)))] if measured else None
-    ctx.state["work"] = [_k(ctx, g, fp=None, L=None, raw=raw)]
+    raw = None
+    if measured:  # the failing run is evidence about the defect, never about what healthy looks like
+        raw = [ctx.ref.add(full_value, ns.size(g), ctx.network(ns.to_nodes(g)), healthy_candidate=False)]
+    ctx.state["work"] = [_k(ctx, g, None, L=None, raw=raw)]
     ctx.state["restarts"] = 0
 
 
@@ -83,10 +86,13 @@ def schedule(ctx: Ctx, rnd: Round) -> None:
                 acc.add(it["x"])
         nodes = [x for x in ns.to_nodes(ctx.state["G"]) if x not in acc and not rnd.busy[x]]
         if len(nodes) >= 2:
-            ids = rnd.add([nodes])
+            ids = rnd.add([nodes], healthy_candidate=False)
             if ids:
                 v["t"] = ids
-                v["s"] = ns.from_nodes(nodes)
+                s = ns.from_nodes(nodes)
+                if v.get("s") != s:  # evidence about another set does not carry over
+                    v.update(rep=0, L=0.0, eo=[])
+                v["s"] = s
 
 
 def _schedule_k(ctx: Ctx, rnd: Round, it: dict, remaining: int) -> None:
@@ -95,6 +101,11 @@ def _schedule_k(ctx: Ctx, rnd: Round, it: dict, remaining: int) -> None:
         size = len(nodes)
         net = ctx.network(nodes)
         b = 4 if not net else max(2, min(4, rnd.free() // remaining))
+        if ctx.ref.healthy(size, net) is None:
+            # nothing known about healthy yet: the first split also calibrates the reference, whose bootstrap
+            # takes the upper half of the round as healthy, so the healthy parts must be a clear majority
+            # (4 parts with K=2 defects is a coin flip; 6 parts keep ≥ 4 healthy)
+            b = max(b, min(CALIBRATE_ARITY, rnd.free() // remaining))
         b = min(b, size)
         g = ns.size(ctx.state["G"])
         strong = it["inf"] or (it["L"] is not None and it["L"] >= INFER_LLR)
@@ -110,7 +121,7 @@ def _schedule_k(ctx: Ctx, rnd: Round, it: dict, remaining: int) -> None:
                 tested[-1] = False
             if _add_parts(ctx, rnd, it, parts, [i for i, t in enumerate(tested) if t]):
                 it.update(parts=parts, tested=tested, llr=[0.0] * len(parts), m=[0] * len(parts),
-                          r=[0.0] * len(parts), ev=[[] for _ in parts], rm=0)
+                          r=[0.0] * len(parts), ev=[[] for _ in parts], po=[[] for _ in parts], rm=0)
                 return
         return
     if it.get("rq"):
@@ -169,39 +180,48 @@ def absorb(ctx: Ctx) -> None:
     ctx.state["work"] = out
 
 
-def _fp_of(ctx: Ctx, it: dict, ratios: list[float | None]) -> tuple[float, float]:
-    """The item's fingerprint and evidence, filling them in for the first group once a reference exists."""
-    if it["fp"] is not None:
-        return it["fp"], it["L"] if it["L"] is not None else 0.0
+def _fp_of(ctx: Ctx, it: dict, oids: dict[int, int]) -> tuple[float, float]:
+    """The item's fingerprint and evidence under the current reference, set up for the first group."""
     raw = it.get("raw")
-    if raw and raw[0] is not None:
-        r = ctx.ref.ratio(raw[0], raw[1], bool(raw[2]))
-        fp, L = r, llr(r, r, ctx.sigma)
-    elif raw:  # the full run crashed
-        fp, L = 0.0, CRASH_LLR
-    else:
-        seen = [r for r in ratios if r is not None]
-        fp, L = (min(seen) if seen else 0.0), 0.0
-    it["fp"], it["L"] = _round(fp), _round(L, 3)
-    ctx.state.setdefault("fp0", it["fp"])
-    return it["fp"], it["L"]
+    if it.get("fo") is None:
+        if raw:
+            it["fo"] = list(raw)
+        else:  # no measurement of the whole group: the lowest part stands for the defect
+            seen = sorted((0.0 if ctx.r(o) is None else ctx.r(o), o) for o in oids.values())
+            it["fo"] = [seen[0][1]] if seen else []
+            it["L"] = 0.0
+        ctx.state.setdefault("fo0", it["fo"])
+    fp = ctx.fp(it["fo"], 0.0)
+    if raw:  # the root's own evidence, recomputed
+        r = ctx.r(raw[0])
+        it["L"] = CRASH_LLR if r is None else llr(r, r, ctx.sigma)
+    it["fp"], it["L"] = _round(fp), _round(it["L"] or 0.0, 3)
+    return fp, it["L"]
 
 
 def _result_k(ctx: Ctx, it: dict) -> list[dict]:
     ids: dict[str, str] = it.pop("t")
     it.pop("rq", None)
-    sig = ctx.sigma
-    ratios = {int(i): ctx.ratio(t) for i, t in ids.items()}
-    fp, L = _fp_of(ctx, it, list(ratios.values()))
+    oids = {int(i): ctx.oid(t) for i, t in ids.items()}
+    fp, L = _fp_of(ctx, it, oids)
+    po = it.setdefault("po", [[] for _ in it["parts"]])
     for i, tid in ids.items():
         i = int(i)
-        r = ratios[i]
         it["tested"][i] = True
-        it["llr"][i] = round(it["llr"][i] + llr(r, fp, sig), 3)
-        it["m"][i] += 1
-        it["r"][i] = round(it["r"][i] + (0.0 if r is None else r), 4)
-        it["ev"][i].append([tid, _round(r, 3)])
+        po[i].append(oids[i])
+        it["ev"][i].append([tid, _round(ctx.ratio(tid), 3)])
+    _reval_k(ctx, it, fp)
     return _decide_k(ctx, it, fp, L)
+
+
+def _reval_k(ctx: Ctx, it: dict, fp: float) -> None:
+    """Per-part evidence from the parts' raw values under the current reference and fingerprint."""
+    sig = ctx.sigma
+    for i, obs in enumerate(it["po"]):
+        rs = [ctx.r(o) for o in obs]
+        it["llr"][i] = round(sum(llr(r, fp, sig) for r in rs), 3)
+        it["m"][i] = len(rs)
+        it["r"][i] = round(sum(0.0 if r is None else r for r in rs), 4)
 
 
 def _decide_k(ctx: Ctx, it: dict, fp: float, L: float) -> list[dict]:
@@ -223,7 +243,8 @@ def _decide_k(ctx: Ctx, it: dict, fp: float, L: float) -> list[dict]:
             new.extend(_child(ctx, it, i, fp, lr[i], True, unique, L, dup=len(bad) > 1))
         for i in marg:
             if lr[i] > -2.0:
-                new.append(_unknown(ctx, parts[i], fp, lr[i], it["m"][i], it.get("pp", {}).get(str(i), [])))
+                new.append(_unknown(ctx, parts[i], it["fo"], 0.0, it["m"][i], it.get("pp", {}).get(str(i), []),
+                                    eo=it["po"][i], ev=it["ev"][i]))
             else:
                 ctx.state["def"].append(parts[i])
         ctx.state["def"].extend(parts[i] for i in untested)
@@ -264,40 +285,47 @@ def _child(ctx: Ctx, it: dict, i: int, fp: float, L: float, measured: bool, uniq
     """A part judged to hold the parent's defect becomes a new branch, a confirmation, or an accusation."""
     part = it["parts"][i]
     sig = ctx.sigma
+    po = it["po"][i] if measured else []
+    fo_c = list(it["fo"] or [])
     if measured and it["m"][i]:
         r = it["r"][i] / it["m"][i]
-        if abs(r - fp) <= 3 * sig * 1.25:
-            fp_c = (fp + r) / 2
-        else:
-            fp_c = r
-    else:
-        fp_c = fp
+        # a part whose deficit matches the parent's inherits the fingerprint; a different one starts its own
+        fo_c = fo_c + po if abs(r - fp) <= 3 * sig * 1.25 else list(po)
     root = None if measured else (it["root"] or [it["s"], it["parts"]])
     if ns.size(part) == 1:
         x = ns.to_nodes(part)[0]
         ev = it["ev"][i]
+        pp = it.get("pp", {}).get(str(i), [])
         if measured and unique and L >= STRONG:
-            _accuse(ctx, x, fp_c, L, ev, it.get("pp", {}).get(str(i), []))
+            _accuse(ctx, x, it["fo"], L, ev, pp, eo=po, fp=fp)
             return []
-        return [{"k": "S", "id": ctx.new_id(), "x": x, "fp": _round(fp_c), "L": round(L, 3) if measured else 0.0,
-                 "m": it["m"][i] if measured else 0, "need": 2 if measured else 1,
-                 "pp": list(it.get("pp", {}).get(str(i), [])), "root": root, "ev": list(ev)}]
+        s_item = {"k": "S", "id": ctx.new_id(), "x": x, "fo": _cap(it["fo"]), "fp": _round(fp),
+                  "L0": 0.0 if measured else 0.0, "eo": list(po), "L": round(L, 3) if measured else 0.0,
+                  "m": it["m"][i] if measured else 0, "need": 2 if measured else 1, "pp": list(pp), "root": root,
+                  "ev": list(ev)}
+        if measured and L > it["llr"][i] + 1e-6:  # posterior odds beyond the part's own likelihood
+            s_item["L0"] = round(L - it["llr"][i], 3)
+        return [s_item]
     if measured:  # a sibling that also "failed" may be a dip: its chain doubts itself more
         chain = [ns.size(part), round(L, 3), 1.0 if dup else DIP_PRIOR]
     else:
         chain = list(_chain(it, L_parent))
-    return [_k(ctx, part, fp=_round(fp_c), L=_round(L, 3), inferred=not measured, root=root, chain=chain)]
+    return [_k(ctx, part, fo_c, L=_round(L, 3), inferred=not measured, root=root, chain=chain)]
 
 
 def _result_v(ctx: Ctx, it: dict, work: list[dict]) -> list[dict]:
     tid = it.pop("t")[0]
     r = ctx.ratio(tid)
     st = ctx.state
-    # a defect still present would show at least the original group's deficit (min-model)
-    fps = [a["fp"] for a in st["acc"] if a.get("fp") is not None] + [st.get("fp0") or 0.8]
+    it.setdefault("eo", []).append(ctx.oid(tid))
+    refresh_accused(ctx)
+    # a defect still present would show at least the original group's deficit (min-model); every deficit is
+    # recomputed under the current reference, as is the verification's own value
+    fo0 = st.get("fo0")
+    fps = [a["fp"] for a in st["acc"] if a.get("fp") is not None] + [ctx.fp(fo0, 0.8) if fo0 else 0.8]
     fp = max(fps)
-    l_v = llr(r, min(fp, 1 - 3 * ctx.sigma), ctx.sigma)
-    it["L"] = round(it.get("L", 0.0) + l_v, 3)
+    fh = min(fp, 1 - 3 * ctx.sigma)
+    it["L"] = round(sum(llr(ctx.r(o), fh, ctx.sigma) for o in it["eo"]), 3)
     it["rep"] += 1
     if it["L"] <= -1.0:
         ctx.mark_ok(ns.to_nodes(it["s"]))
@@ -311,32 +339,38 @@ def _result_v(ctx: Ctx, it: dict, work: list[dict]) -> list[dict]:
     held = {a["node"] for a in st["acc"]} | {w["x"] for w in work if w["k"] == "S"}
     held |= {x for w in work if w["k"] in "KU" for x in ns.to_nodes(w["s"])}
     if vset & held:
-        it.update(rep=0, L=0.0)
+        it.update(rep=0, L=0.0, eo=[])
         return [it]
     # the group still fails without the accused
+    o_v = it["eo"][-1]
     if st["def"]:
-        fp_v = _round(min(r if r is not None else 0.0, 1 - 3 * ctx.sigma))
-        new = [_unknown(ctx, d, fp_v, 0.0, 0) for d in st["def"]]
+        new = [_unknown(ctx, d, [o_v], 0.0, 0) for d in st["def"]]
         st["def"] = []
         # accusations resting on one padded run get a second look with a different partner
         for a in list(st["acc"]):
             if len(a.get("ev", [])) < 2:
                 st["acc"].remove(a)
-                new.append({"k": "S", "id": ctx.new_id(), "x": a["node"], "fp": a["fp"], "L": a["L"], "m": 1,
-                            "need": 2, "pp": list(a.get("pp", [])), "root": None, "ev": list(a.get("ev", []))})
+                own = a.get("eo") or []
+                fo = [o for o in (a.get("fo") or []) if o not in own]
+                s_item = {"k": "S", "id": ctx.new_id(), "x": a["node"], "fo": fo or None, "fp": a["fp"],
+                          "L0": 0.0 if own else a["L"], "eo": list(own), "L": a["L"], "m": 1, "need": 2,
+                          "pp": list(a.get("pp", [])), "root": None, "ev": list(a.get("ev", []))}
+                new.append(s_item)
         return new
     if st.get("restarts", 0) >= MAX_RESTARTS:
         st["unres"].append(it["s"])
         st["verified"] = True
         return [it]
     st["restarts"] = st.get("restarts", 0) + 1
-    return [_k(ctx, it["s"], fp=_round(r if r is not None else 0.0), L=it["L"])]
+    return [_k(ctx, it["s"], [o_v], L=it["L"])]
 
 
 def _probe_fails(ctx: Ctx, tid: str, item: dict) -> bool:
     r = ctx.ratio(tid)
     fp = item.get("fp")
-    fp = 0.8 if fp is None or fp >= 1 - 3 * ctx.sigma else fp
+    # a probe narrows on single runs: a fingerprint within 5σ of healthy (what a dip or noise leaves behind)
+    # would let a 2–3σ low value pass for the fault at every step, so only a clear deficit is followed
+    fp = 0.8 if fp is None or fp >= 1 - 5 * ctx.sigma else fp
     return llr(r, fp, ctx.sigma) > 0.0
 
 
@@ -355,7 +389,7 @@ def refresh(ctx: Ctx) -> None:
             touched |= bool(vset & set(ns.to_nodes(w.get("s") or w.get("p") or [])))
     if touched:
         st["verified"] = False
-        v.update(rep=0, L=0.0)
+        v.update(rep=0, L=0.0, eo=[])
 
 
 def finished(ctx: Ctx) -> bool:

@@ -9,7 +9,6 @@ can never look more than mildly like a fault, and a value far from the fingerpri
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 
 #: log-likelihood ratio at which a single piece of evidence is decisive (odds 99:1)
 STRONG = math.log(99.0)
@@ -65,42 +64,96 @@ def bucket(size: int, network: bool) -> str:
     return ("n" if network else "l") + str(round(math.log2(max(size, 1))))
 
 
+#: prior spread of the healthy busbw's slope per octave of group size (relative): ring/tree busbw is nearly
+#: size-independent, so a slope is believed only as far as the data carry it (ridge toward flat). This keeps
+#: the extrapolation to the largest groups — which all contain the defect, so never sample healthy — sane.
+SLOPE_PRIOR = 0.005
+_FIT_ITERATIONS = 8
+
+
 class Reference:
-    """Healthy busbw per (size octave, fabric), learned from tests that looked healthy; state kept as plain lists."""
+    """Healthy busbw per fabric as a line in log2(size), re-fitted every round from *all* raw results.
+
+    The state keeps the raw observations (``data["o"]``: [value, size, network(, 1 = never healthy)]), never
+    ratios or running sums, so nothing decided with an early, poorly known reference stays baked in: each round
+    the healthy set is re-classified against the current fit and every ratio, fingerprint and likelihood is
+    recomputed from the raw values.
+    """
 
     def __init__(self, data: dict, baseline: float | None, sigma0: float) -> None:
-        self.data = data  # {"ref": {bucket: [sum, count]}, "sig": [sumsq, count]}
-        self.data.setdefault("ref", {})
-        self.data.setdefault("sig", [0.0, 0])
+        self.data = data
+        self.data.pop("ref", None)
+        self.data.pop("sig", None)
+        self.data.setdefault("o", [])
         self.baseline = baseline
         self.sigma0 = sigma0
+        self._fit: dict[bool, tuple[float, float, float] | None] = {}
+        self._sigma = sigma0
+        self.fit()
+
+    @property
+    def obs(self) -> list:
+        return self.data["o"]
+
+    def add(self, value: float | None, size: int, network: bool, healthy_candidate: bool = True) -> int:
+        """Record one raw result; returns its index (what items keep as evidence)."""
+        row = [None if value is None else round(float(value), 2), int(size), int(bool(network))]
+        if not healthy_candidate:
+            row.append(1)
+        self.obs.append(row)
+        return len(self.obs) - 1
 
     @property
     def sigma(self) -> float:
-        """Relative noise: the configured prior, raised (never lowered) by what healthy tests show.
+        """Relative noise: the configured prior, raised (never lowered) by what healthy tests show."""
+        return self._sigma
 
-        Per-bucket residuals from few samples understate σ, and an understated σ turns noise into accusations.
-        """
-        ss, n = self.data["sig"]
-        return max(self.sigma0, math.sqrt((10 * self.sigma0**2 + ss) / (10 + n)))
+    def fit(self) -> None:
+        """Re-classify healthy results and re-fit both fabrics (robust to a contaminated first round)."""
+        s0 = self.sigma0
+        ss_all, n_all = 0.0, 0
+        for net in (True, False):
+            pts = [(math.log2(max(n, 1)), v) for v, n, nn, *x in self.obs
+                   if bool(nn) == net and not x and v is not None and v > 0]
+            if not pts:
+                self._fit[net] = None
+                continue
+            vals = sorted((v for _, v in pts), reverse=True)
+            near = vals[: max(1, (len(vals) + 1) // 2)]  # values only dip: start from the upper half
+            h0 = sum(near) / len(near)
+            if self.baseline and len(pts) < 3:
+                h0 = float(self.baseline)
+            a, b, xm, sig = h0, 0.0, 0.0, s0
+            chosen: list | None = None
+            ss, nh = 0.0, 0
+            for _ in range(_FIT_ITERATIONS):
+                h_of = [a + b * (x - xm) for x, _ in pts]
+                keep = [(x, v) for (x, v), h in zip(pts, h_of) if h > 0 and 1 - 2 * sig <= v / h <= 1 + 4 * sig]
+                if not keep:
+                    break
+                if keep == chosen:
+                    break
+                chosen = keep
+                xm = sum(x for x, _ in keep) / len(keep)
+                a = sum(v for _, v in keep) / len(keep)
+                sxx = sum((x - xm) ** 2 for x, _ in keep)
+                sxy = sum((x - xm) * (v - a) for x, v in keep)
+                b = sxy / (sxx + (sig / SLOPE_PRIOR) ** 2)
+                ss = sum((v / (a + b * (x - xm)) - 1) ** 2 for x, v in keep)
+                nh = len(keep)
+                sig = max(s0, math.sqrt((10 * s0**2 + ss + ss_all) / (10 + nh + n_all)))
+            self._fit[net] = (a, b, xm)
+            ss_all += ss
+            n_all += nh
+        self._sigma = max(s0, math.sqrt((10 * s0**2 + ss_all) / (10 + n_all)))
 
     def healthy(self, size: int, network: bool) -> float | None:
-        """Expected healthy busbw for a group of `size`: a line in log2(size) fitted to every healthy test.
-
-        Pooling all sizes gives a far tighter estimate than a per-size mean from two or three samples, which
-        matters when a fault is only 3σ deep. Falls back to the configured baseline before anything is learned.
-        """
-        flag = "n" if network else "l"
-        pts = [(int(k[1:]), s / c, c) for k, (s, c) in self.data["ref"].items() if k[0] == flag and c > 0]
-        if not pts:
+        """Expected healthy busbw for a group of `size` (the configured baseline before anything is measured)."""
+        f = self._fit.get(bool(network))
+        if f is None:
             return self.baseline
-        x = math.log2(max(size, 1))
-        w = sum(c for _, _, c in pts)
-        mx = sum(o * c for o, _, c in pts) / w
-        my = sum(m * c for _, m, c in pts) / w
-        sxx = sum(c * (o - mx) ** 2 for o, _, c in pts)
-        slope = sum(c * (o - mx) * (m - my) for o, m, c in pts) / sxx if sxx > 0 and len(pts) >= 3 else 0.0
-        return my + slope * (x - mx)
+        a, b, xm = f
+        return a + b * (math.log2(max(size, 1)) - xm)
 
     def ratio(self, value: float | None, size: int, network: bool) -> float | None:
         """Value relative to the healthy reference (None for a crashed job)."""
@@ -109,37 +162,10 @@ class Reference:
         h = self.healthy(size, network)
         return value / h if h else 1.0
 
-    def learn(self, samples: Iterable[tuple[float | None, int, bool]]) -> None:
-        """Add a round's healthy-looking values; with nothing learned yet, bootstrap from the round's top cluster.
-
-        Values only ever dip below healthy, so the cluster near the round's maximum is the healthy one.
-        """
-        samples = [(v, n, net) for v, n, net in samples if v is not None and v > 0]
-        refs = self.data["ref"]
-        s0 = self.sigma0
-        for net in (True, False):
-            group = [(v, n) for v, n, nn in samples if nn == net]
-            if not group:
-                continue
-            learned = any(k[0] == ("n" if net else "l") and c > 0 for k, (_, c) in refs.items())
-            h0 = None
-            if not learned:
-                # values only dip below healthy: the upper half of the round is the healthy cluster
-                vals = sorted((v for v, _ in group), reverse=True)
-                near = vals[: max(1, (len(vals) + 1) // 2)]
-                h0 = sum(near) / len(near)
-                if self.baseline and len(group) < 3:
-                    h0 = self.baseline
-            for v, n in group:
-                h = self.healthy(n, net) if learned else h0
-                r = v / h
-                if 1 - 2 * self.sigma <= r <= 1 + 4 * self.sigma:
-                    key = bucket(n, net)
-                    refs.setdefault(key, [0.0, 0])
-                    refs[key][0] = round(refs[key][0] + v, 4)
-                    refs[key][1] += 1
-                    self.data["sig"][0] = round(self.data["sig"][0] + (r - 1) ** 2, 8)
-                    self.data["sig"][1] += 1
+    def ratio_of(self, index: int) -> float | None:
+        """Ratio of a recorded observation under the current fit."""
+        v, n, net, *_ = self.obs[index]
+        return self.ratio(v, n, bool(net))
 
 
-__all__ = ["CRASH_LLR", "STRONG", "Reference", "bucket", "confidence", "job_minutes", "llr"]
+__all__ = ["CRASH_LLR", "SLOPE_PRIOR", "STRONG", "Reference", "bucket", "confidence", "job_minutes", "llr"]

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from nvcre_hera.diagnose import adaptive, halving
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import confidence
+from nvcre_hera.diagnose.items import refresh_accused
 from nvcre_hera.diagnose.state import Ctx, Round, new_state
 
 STRATEGIES = ("adaptive", "halving")
@@ -85,6 +86,7 @@ def _next(ctx: Ctx) -> dict:
 
 def _answer(ctx: Ctx, tests: list[dict]) -> dict:
     st = ctx.state
+    refresh_accused(ctx)  # deficits and evidence ratios under the latest reference
     ctx.flush()
     done = not tests
     if done:

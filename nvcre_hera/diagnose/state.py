@@ -27,7 +27,7 @@ def new_state(config: dict) -> dict:
         "round": 0,
         "jobs": 0,
         "nm": 0.0,
-        "ev": {"ref": {}, "sig": [0.0, 0]},
+        "ev": {"o": []},
         "ok": "",
         "pc": 0,
         "seq": 0,
@@ -66,11 +66,16 @@ class Ctx:
             rid = str(r.get("id"))
             v = r.get("busBandwidthGBps")
             self.values[rid] = float(v) if (r.get("status", "ok") == "ok" and v is not None) else None
+        # every answered test becomes a raw observation (a test without a result counts as crashed)
+        self.oids: dict[str, int] = {}
+        if results:
+            for tid, m in self.meta.items():
+                self.oids[tid] = self.ref.add(self.values.get(tid), m[0], bool(m[1]), len(m) < 3)
         state["out"] = {}
 
     def learn(self) -> None:
-        """Feed this round's values into the healthy reference before any decision uses them."""
-        self.ref.learn((self.values.get(i), m[0], bool(m[1])) for i, m in self.meta.items() if i in self.values)
+        """Re-fit the healthy reference with this round's values before any decision uses it."""
+        self.ref.fit()
 
     def ratio(self, test_id: str) -> float | None:
         """Ratio to healthy of a test asked for last round; a missing or crashed result is None (a hard fail)."""
@@ -79,6 +84,21 @@ class Ctx:
         if m is None or v is None:
             return None
         return self.ref.ratio(v, m[0], bool(m[1]))
+
+    def oid(self, test_id: str) -> int | None:
+        """Index of last round's test `test_id` among the raw observations."""
+        return self.oids.get(test_id)
+
+    def r(self, index: int) -> float | None:
+        """Ratio of observation `index` under the current reference (None: it crashed)."""
+        return self.ref.ratio_of(index)
+
+    def fp(self, indices: Sequence[int] | None, default: float | None = None) -> float | None:
+        """A fingerprint: the mean ratio of the observations that show one defect (a crash counts as 0)."""
+        if not indices:
+            return default
+        rs = [self.r(i) for i in indices]
+        return sum(0.0 if x is None else x for x in rs) / len(rs)
 
     def value(self, test_id: str) -> float | None:
         return self.values.get(test_id)
@@ -133,8 +153,11 @@ class Round:
             need += self.ctx.network(g)
         return need <= self.free()
 
-    def add(self, groups: Sequence[Sequence[int]]) -> list[str] | None:
-        """Schedule all of `groups` or none of them; returns their test ids."""
+    def add(self, groups: Sequence[Sequence[int]], healthy_candidate: bool = True) -> list[str] | None:
+        """Schedule all of `groups` or none of them; returns their test ids.
+
+        `healthy_candidate=False` keeps the results out of the healthy reference (a verification must not vouch
+        for the yardstick it is judged by)."""
         if not groups or not self.fits(groups):
             return None
         ids = []
@@ -143,7 +166,7 @@ class Round:
             tid = f"r{self.number}-t{len(self.tests)}"
             nodes = sorted(g)
             self.tests.append({"id": tid, "nodes": nodes, "network": net})
-            self.ctx.state["out"][tid] = [len(nodes), int(net)]
+            self.ctx.state["out"][tid] = [len(nodes), int(net)] + ([] if healthy_candidate else [1])
             for x in nodes:
                 self.busy[x] = 1
             self.net += net
