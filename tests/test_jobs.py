@@ -223,3 +223,25 @@ def test_node_names_are_data_only(plain: dict, key: str) -> None:
         assert not any(n in a for n in nodes for a in argv)
     spec = json.loads(manifest["metadata"]["annotations"][TEST_SPEC_ANNOTATION])
     assert spec["nodes"] == nodes
+
+
+def test_source_repo_is_cloned_by_workers_without_a_shell():
+    """`sourceRepo` (training): an init container clones it with an argv list; the command points at the clone."""
+    from nvcre_hera.catalog import get_entry
+    from nvcre_hera.jobs import JobContext, render_job
+    from nvcre_hera.validate.crd import crd_errors
+
+    entry = get_entry("training", "nemotron5-8b")
+    ctx = JobContext("wf", "uid", "nvcre", "aws", "h100")
+    repo = {"url": "https://github.com/NVIDIA/Megatron-LM.git", "ref": "core_v0.15.2"}
+    job = render_job(entry, 0, {"sourceRepo": repo}, {"id": "g0", "nodes": ["a", "b"]}, 0, ctx)
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    (init,) = worker["initContainers"]
+    assert init["command"] == ["git", "clone", "--depth", "1", "--branch", "core_v0.15.2", "--", repo["url"],
+                               "/workspace/megatron-lm"]
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    assert "/workspace/megatron-lm/pretrain_gpt.py" in launcher and "/opt/megatron-lm/pretrain_gpt.py" not in launcher
+    assert {"name": "workspace", "mountPath": "/workspace"} in worker["containers"][0]["volumeMounts"]
+    assert crd_errors(job) == []
+    plain = render_job(entry, 0, {}, {"id": "g0", "nodes": ["a", "b"]}, 0, ctx)
+    assert "initContainers" not in plain["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]

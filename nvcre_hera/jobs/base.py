@@ -62,6 +62,7 @@ class JobPlan:
     annotations: dict[str, str]
     owner_references: list[dict]
     image_pull_secrets: list[dict] = field(default_factory=list)
+    source_repo: dict | None = None
     resources: dict[str, Any] | None = None
     rdma_device_access: str = "devicePlugin"
     context: JobContext | None = None
@@ -137,6 +138,7 @@ def plan_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], 
         env=env, mpi_args=list(plat.get("mpiArgs") or []), labels=labels,
         annotations={TEST_SPEC_ANNOTATION: json.dumps(test_spec, separators=(",", ":"))},
         owner_references=[owner], image_pull_secrets=list(options.get("imagePullSecrets") or []),
+        source_repo=options.get("sourceRepo") if entry.framework == "torch" else None,
         resources=options.get("resources"), rdma_device_access=options.get("rdmaDeviceAccess") or "devicePlugin",
         context=ctx,
     )

@@ -12,6 +12,22 @@ from __future__ import annotations
 from nvcre_hera.jobs.base import JobPlan, env_list, metadata, node_affinity, pod_placement
 
 SSH_PORT = 2222
+CATALOG_CODE_DIR = "/opt/megatron-lm"   # where the catalog's training image carries Megatron-LM
+CLONED_CODE_DIR = "/workspace/megatron-lm"  # where `sourceRepo` is cloned instead
+
+
+def source_checkout(plan: JobPlan) -> tuple[list[str], dict | None, dict | None]:
+    """With `sourceRepo`, workers clone it (argv, no shell: the URL is validated) into an emptyDir and the training
+    command points there; returns (argv, init container, volume)."""
+    if not plan.source_repo:
+        return plan.argv, None, None
+    repo = plan.source_repo
+    clone = ["git", "clone", "--depth", "1", *(["--branch", repo["ref"]] if repo.get("ref") else []), "--",
+             repo["url"], CLONED_CODE_DIR]
+    init = {"name": "checkout", "image": plan.image, "command": clone,
+            "volumeMounts": [{"name": "workspace", "mountPath": "/workspace"}]}
+    argv = [a.replace(CATALOG_CODE_DIR, CLONED_CODE_DIR) for a in plan.argv]
+    return argv, init, {"name": "workspace", "emptyDir": {}}
 
 
 class MPIJobBackend:
@@ -29,8 +45,9 @@ class MPIJobBackend:
         else:
             ranks, mapping = n * plan.gpus_per_node, ["--map-by", f"ppr:{plan.gpus_per_node}:node"]
         exports = [arg for key in sorted(env) for arg in ("-x", key)]
+        argv, checkout, workspace = source_checkout(plan)
         launcher_cmd = ["mpirun", "--allow-run-as-root", "-np", str(ranks), *mapping, "--bind-to", "none",
-                        *plan.mpi_args, *exports, *plan.argv]
+                        *plan.mpi_args, *exports, *argv]
         placement = pod_placement(plan)
         limits: dict[str, str] = {"nvidia.com/gpu": str(plan.gpus_per_node)}
         if plan.nic_resource and plan.nics_per_node > 0 and plan.rdma_device_access == "devicePlugin":
@@ -48,6 +65,9 @@ class MPIJobBackend:
             volumes.append({"name": "infiniband", "hostPath": {"path": "/dev/infiniband"}})
             mounts.append({"name": "infiniband", "mountPath": "/dev/infiniband"})
             security = {"privileged": True}
+        if checkout:
+            volumes.append(workspace)
+            mounts.append({"name": "workspace", "mountPath": "/workspace"})
         pod_labels = dict(plan.labels)
         return {
             "apiVersion": "kubeflow.org/v2beta1",
@@ -83,6 +103,7 @@ class MPIJobBackend:
                             "spec": {
                                 **placement,
                                 "affinity": node_affinity(plan.nodes),
+                                **({"initContainers": [checkout]} if checkout else {}),
                                 "containers": [{
                                     "name": "worker", "image": plan.image,
                                     "command": ["/usr/sbin/sshd", "-De", "-p", str(SSH_PORT)],
