@@ -31,7 +31,7 @@ def diagnose_template(cat: ResolvedCategory, plan_step: Container, test: Contain
         inputs=inputs,
         outputs=[Parameter(name="results", value_from=m.ValueFrom(expression=FINAL_EXPRESSION, default="{}"))],
     ) as dag:
-        plan = Task(name="plan", template=plan_step, arguments={
+        Task(name="plan", template=plan_step, arguments={
             "setup": "{{inputs.parameters.setup}}", "state": "{{inputs.parameters.state}}",
             "results": "{{inputs.parameters.results}}"})
         Task(name="test", template=test, depends="plan", with_param="{{tasks.plan.outputs.parameters.tests}}",
@@ -43,7 +43,6 @@ def diagnose_template(cat: ResolvedCategory, plan_step: Container, test: Contain
              arguments={"setup": "{{inputs.parameters.setup}}", "state": "{{tasks.plan.outputs.parameters.state}}",
                         "results": "{{tasks.test.outputs.parameters.metrics}}",
                         "platform": "{{inputs.parameters.platform}}", "gpu": "{{inputs.parameters.gpu}}"})
-        del plan
     return dag
 
 

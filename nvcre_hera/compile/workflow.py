@@ -139,7 +139,7 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
               retry_strategy=RetryStrategy(limit=3, retry_policy="OnError"))
 
         with DAG(name="certify"):
-            d = Task(name="discover", template=discover)
+            Task(name="discover", template=discover)
             previous: str | None = None
             cat_tasks = []
             for cat, (_, dag) in zip(categories, cat_templates):
@@ -163,7 +163,6 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
                 **{f"results-{c.index}": f"{{{{tasks.{category_task_name(c)}.outputs.parameters.results}}}}"
                    for c in categories},
             })
-            del d
     return holder
 
 
