@@ -9,13 +9,14 @@ accused; if it still fails, deferred parts are tested and the search resumes. Al
 link / switch fault (see `probe`).
 
 Item kinds in `state["work"]`: K (known or inferred failing set, to split), U (set to re-measure), S (singleton
-to confirm), B (boundary probe), V (final verification).
+to confirm), I (set holding an intermittent defect, see `intermittent`), B (boundary probe), V (final verification).
 """
 
 from __future__ import annotations
 
 import math
 
+from nvcre_hera.diagnose import intermittent
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import CRASH_LLR, STRONG, llr
 from nvcre_hera.diagnose.probe import new_probe, result_probe, schedule_probe
@@ -48,7 +49,7 @@ def start(ctx: Ctx, full_value: float | None, measured: bool) -> None:
 def schedule(ctx: Ctx, rnd: Round) -> None:
     """Fill one round: biggest failing branches first, then re-measures, confirmations, probes, verification."""
     work = ctx.state["work"]
-    order = {"K": 0, "U": 1, "S": 2, "B": 3, "V": 4}
+    order = {"K": 0, "U": 1, "S": 2, "I": 3, "B": 4, "V": 5}
     work.sort(key=lambda it: (order[it["k"]], -ns.size(it.get("s") or [[0, 1]])))
     splits = [it for it in work if it["k"] == "K"]
     for i, it in enumerate(work):
@@ -61,6 +62,8 @@ def schedule(ctx: Ctx, rnd: Round) -> None:
                 it["t"] = ids
         elif kind == "S":
             _schedule_s(rnd, it)
+        elif kind == "I":
+            intermittent.schedule(ctx, rnd, it)
         elif kind == "B":
             schedule_probe(it, rnd)
     # verify as soon as only last-level splits and confirmations remain: the rest of the group runs alongside
@@ -172,8 +175,12 @@ def absorb(ctx: Ctx) -> None:
             out.extend(_result_u(ctx, it))
         elif kind == "S":
             out.extend(_result_s(ctx, it))
+        elif kind == "I":
+            out.extend(intermittent.result(ctx, it))
         elif kind == "B":
-            if not result_probe(it, ctx, _probe_fails):
+            done = result_probe(it, ctx, _probe_fails)
+            out.extend(it.pop("spawn", []))  # a probe that found its set inconsistent hands it over
+            if not done:
                 out.append(it)
         elif kind == "V":
             out.extend(_result_v(ctx, it, out))
@@ -337,7 +344,7 @@ def _result_v(ctx: Ctx, it: dict, work: list[dict]) -> list[dict]:
     # confirmed explains the failure, so verify again once they are settled
     vset = set(ns.to_nodes(it["s"]))
     held = {a["node"] for a in st["acc"]} | {w["x"] for w in work if w["k"] == "S"}
-    held |= {x for w in work if w["k"] in "KU" for x in ns.to_nodes(w["s"])}
+    held |= {x for w in work if w["k"] in "KUI" for x in ns.to_nodes(w["s"])}
     if vset & held:
         it.update(rep=0, L=0.0, eo=[])
         return [it]
@@ -385,7 +392,7 @@ def refresh(ctx: Ctx) -> None:
     for w in st["work"]:
         if w["k"] == "S":
             touched |= w["x"] in vset
-        elif w["k"] in "KUB":
+        elif w["k"] in "KUBI":
             touched |= bool(vset & set(ns.to_nodes(w.get("s") or w.get("p") or [])))
     if touched:
         st["verified"] = False

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nvcre_hera.diagnose import adaptive, halving
+from nvcre_hera.diagnose import adaptive, halving, intermittent
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import confidence
 from nvcre_hera.diagnose.items import refresh_accused
@@ -109,12 +109,13 @@ def suspects(state: dict) -> list[dict]:
     for a in state["acc"]:
         fp = a.get("fp")
         crashed = fp is not None and fp <= 0.0
+        flapping = bool(a.get("i"))  # bad in some jobs only: confidence is the share of its re-runs that failed
         out.append({
             "node": a["node"],
-            "reason": "WorkloadFailed" if crashed else "BandwidthDeficit",
+            "reason": "WorkloadFailed" if crashed else "Intermittent" if flapping else "BandwidthDeficit",
             "deficit": None if fp is None else round(max(0.0, 1.0 - fp), 3),
             "evidence": [{"test": t, "ratio": r} for t, r in a.get("ev", [])],
-            "confidence": confidence(a.get("L", 0.0)),
+            "confidence": intermittent.confidence_of(a) if flapping else confidence(a.get("L", 0.0)),
         })
     return out
 

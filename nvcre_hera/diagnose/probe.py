@@ -4,6 +4,12 @@ When a group fails but all of its parts pass ("both halves pass", BHP), the faul
 a switch port, an NVSwitch trunk. A probe first re-tests the parent (a transient dip explains most BHPs), then
 tests unions of two parts until one fails, then narrows both sides at once with mixed halves
 (X1∪Y1, X2∪Y2, then X1∪Y2, X2∪Y1) down to a node pair, and reports an infrastructure fault, not a node.
+
+A flapping node (reference §4.6) produces the same pattern whenever its flap is off for the parts, so the adaptive
+planner's probe re-measures before it records a fault ("cf": the sides alone, the union, the sides, the union): a
+link fault is consistent — the sides always pass, the union always fails — while an intermittent node makes its side
+fail or the union pass. Either inconsistency hands the set over to `intermittent`. NVCRE's own probe (halving,
+``nv``) records the fault at once, as ADR-056 does.
 """
 
 from __future__ import annotations
@@ -11,8 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import ceil, log2
 
+from nvcre_hera.diagnose import intermittent
 from nvcre_hera.diagnose import nodesets as ns
+from nvcre_hera.diagnose.evidence import DIP_LO
 from nvcre_hera.diagnose.state import Ctx, Round
+
+#: consistency re-measures before a boundary fault is recorded: the sides alone, the union, the sides, the union
+CONFIRM_ROUNDS = 4
 
 #: fails(ctx, test_id, item) -> True when the probed union is judged failing
 Judge = Callable[[Ctx, str, dict], bool]
@@ -67,6 +78,9 @@ def _pending_sets(item: dict) -> list[tuple[list, list]] | None:
 
 def schedule_probe(item: dict, rnd: Round) -> None:
     """Add this probe's tests for the round if they fit."""
+    if item["ph"] == "cf":
+        _schedule_confirm(item, rnd)
+        return
     sets = _pending_sets(item)
     if not sets:
         return
@@ -76,10 +90,118 @@ def schedule_probe(item: dict, rnd: Round) -> None:
         item["t"] = ids
 
 
-def _fault(ctx: Ctx, item: dict, a: list, b: list) -> None:
-    if any(f["between"] in ([a, b], [b, a]) for f in ctx.state["infra"]):
+def _record(ctx: Ctx, item: dict, sides: list) -> None:
+    intermittent.record_fault(ctx, sides, item["ev"][-8:])
+
+
+def _conclude(ctx: Ctx, item: dict, sides: list) -> bool:
+    """The probe's verdict is a fault between `sides` (range sets): record it, or first check it is consistent.
+    Returns True when the probe is finished."""
+    if item["nv"]:
+        _record(ctx, item, sides)
+        return True
+    item.update(ph="cf", sd=sides, mi=0, se=[[] for _ in sides], so=[[] for _ in sides], ue=[], uo=[])
+    return False
+
+
+def _spawn(item: dict, new: dict) -> None:
+    """Hand a new work item to the strategy (adaptive picks ``spawn`` up after the probe's result)."""
+    item.setdefault("spawn", []).append(new)
+
+
+def _schedule_confirm(item: dict, rnd: Round) -> None:
+    sides = item["sd"]
+    if item["mi"] % 2:
+        ids = rnd.add([ns.to_nodes(ns.union(*sides))])
+        if ids:
+            item["t"] = ids
         return
-    ctx.state["infra"].append({"between": [a, b], "evidence": item["ev"][-8:]})
+    inside = ns.to_nodes(ns.union(*sides))
+    groups, picked = [], []
+    used = item.get("pp", [])
+    for side in sides:
+        nodes = ns.to_nodes(side)
+        if len(nodes) == 1:  # a lone end runs beside a known-healthy node from elsewhere
+            p = rnd.partner(nodes[0], avoid=used, exclude=inside)
+            if p is None:
+                p = rnd.partner(nodes[0], exclude=inside)
+            if p is None:
+                rnd.release(picked)
+                return
+            rnd.reserve([p])
+            picked.append(p)
+            nodes = nodes + [p]
+        groups.append(nodes)
+    rnd.release(picked)
+    ids = rnd.add(groups)
+    if ids:
+        item["t"] = ids
+        item["pp"] = (used + picked)[-4:]
+
+
+def _result_confirm(item: dict, ctx: Ctx, ids: list[str]) -> bool:
+    fp = item.get("fp")
+    sides = item["sd"]
+    if item["mi"] % 2 == 0:
+        hits = []
+        for k, tid in enumerate(ids):
+            r = ctx.ratio(tid)
+            e = [tid, None if r is None else round(r, 3)]
+            item["ev"].append(e)
+            item["se"][k] = (item["se"][k] + [e])[-6:]
+            bad = intermittent.strong_fail(ctx, r, fp)
+            _remember(item, sides[k], bad)
+            if bad:
+                item["so"][k] = (item["so"][k] + [ctx.oid(tid)])[-6:]
+                hits.append(k)
+        if hits:  # a side fails on its own: the defect is in it, not between the sides
+            for k in hits:
+                ev, fo = item["ue"] + item["se"][k], item["uo"] + item["so"][k]
+                one = ns.size(sides[k]) == 1
+                if one and intermittent.fails_needed(ctx, fp) <= 1:
+                    intermittent.accuse(ctx, ns.to_nodes(sides[k])[0], fo, item.get("hs", []), ev, fp)
+                else:  # a set to narrow, or a node whose one failing run a dip could explain
+                    fb = None if len(hits) > 1 else {"sd": sides, "evidence": item["ev"][-8:]}
+                    _spawn(item, intermittent.new_item(ctx, sides[k], fp, item.get("hs", []), ev, fo, fb,
+                                                       failed=int(one)))
+            return True
+    else:
+        tid = ids[0]
+        r = ctx.ratio(tid)
+        e = [tid, None if r is None else round(r, 3)]
+        item["ev"].append(e)
+        item["ue"] = (item["ue"] + [e])[-6:]
+        bad = intermittent.strong_fail(ctx, r, fp)
+        _remember(item, ns.union(*sides), bad)
+        if bad:
+            item["uo"] = (item["uo"] + [ctx.oid(tid)])[-6:]
+        elif intermittent.clear_pass(ctx, r, fp):  # the very set that failed now passes: intermittent
+            fb = {"sd": sides, "evidence": item["ev"][-8:]}
+            _spawn(item, intermittent.new_item(ctx, ns.union(*sides), fp, item.get("hs", []), item["ue"],
+                                               item["uo"], fb))
+            return True
+    item["mi"] += 1
+    if item["mi"] >= CONFIRM_ROUNDS:
+        _record(ctx, item, sides)
+        return True
+    return False
+
+
+def _recheck_passed(ctx: Ctx, item: dict, tid: str) -> bool:
+    """The failing parent passed its re-test. A dip explains that unless the deficit was one no dip reaches:
+    then the same set both failed and passed — an intermittent defect. Returns True when the probe is finished."""
+    fp = item.get("fp")
+    if item["nv"] or fp is None or fp >= DIP_LO * (1 - 3 * ctx.sigma):
+        return True
+    if intermittent.clear_pass(ctx, ctx.ratio(tid), fp):
+        _spawn(item, intermittent.new_item(ctx, item["p"], fp, item.get("hs", []), item["ev"][-1:], [], None))
+    return True
+
+
+def _remember(item: dict, s: list, failed: bool) -> None:
+    """Keep the run's node set and verdict (only the adaptive probe, whose history may name a flapper)."""
+    if not item["nv"]:
+        item["hs"] = (item.get("hs", []) + [[s, int(bool(failed))]])[-intermittent.HS_MAX:]
 
 
 def result_probe(item: dict, ctx: Ctx, fails: Judge) -> bool:
@@ -87,20 +209,22 @@ def result_probe(item: dict, ctx: Ctx, fails: Judge) -> bool:
     ids = item.pop("t", None)
     if not ids:
         return False
+    if item["ph"] == "cf":
+        return _result_confirm(item, ctx, ids)
     sets = _pending_sets(item) or []
     verdicts = []
     for tid, (a, b) in zip(ids, sets):
         r = ctx.ratio(tid)
         item["ev"].append([tid, None if r is None else round(r, 3)])
         verdicts.append(fails(ctx, tid, item))
+        _remember(item, ns.union(a, b), verdicts[-1])
     item["it"] += 1
     ph = item["ph"]
     if ph == "re":
-        if not verdicts[0]:
-            return True  # the parent passes on a second look: a transient, nobody to blame
+        if not verdicts[0]:  # the parent passes on a second look: a transient, nobody to blame (or a flapper)
+            return _recheck_passed(ctx, item, ids[0])
         if item.get("again"):
-            ctx.state["infra"].append({"between": [ns.to_nodes(c) for c in item["ch"]], "evidence": item["ev"][-8:]})
-            return True
+            return _conclude(ctx, item, item["ch"])
         if len(item["ch"]) == 2:
             item.update(ph="nar", x=item["ch"][0], y=item["ch"][1], mi=0)
         else:
@@ -118,18 +242,13 @@ def result_probe(item: dict, ctx: Ctx, fails: Judge) -> bool:
             item.update(ph="re", again=True)  # every union passed: make sure the parent still fails
             return False
         if _pending_sets(item) is None:
-            if ph == "pairs":
-                ctx.state["infra"].append({"between": [ns.to_nodes(c) for c in item["ch"]], "evidence": item["ev"][-8:]})
-            else:
-                _fault(ctx, item, ns.to_nodes(item["x"]), ns.to_nodes(item["y"]))
-            return True
+            return _conclude(ctx, item, item["ch"] if ph == "pairs" else [item["x"], item["y"]])
         return False
     x, y = sets[hit]
     item.update(ph="nar", x=x, y=y, mi=0)
     limit = ceil(log2(max(2, min(ns.size(x), ns.size(y))))) + 1 if item["nv"] else 64
     if (ns.size(x) == 1 and ns.size(y) == 1) or item["it"] > limit:
-        _fault(ctx, item, ns.to_nodes(x), ns.to_nodes(y))
-        return True
+        return _conclude(ctx, item, [x, y])
     return False
 
 
@@ -138,4 +257,4 @@ def probe_nodes(item: dict) -> list[int]:
     return ns.to_nodes(item["p"])
 
 
-__all__ = ["new_probe", "probe_nodes", "result_probe", "schedule_probe"]
+__all__ = ["CONFIRM_ROUNDS", "new_probe", "probe_nodes", "result_probe", "schedule_probe"]
