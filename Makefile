@@ -20,7 +20,7 @@ run: $(STAMP)
 	$(BIN)/nvcre certify $(CERT) --cluster $(CLUSTER) --out out
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_cli.py
