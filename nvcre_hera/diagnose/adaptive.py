@@ -132,21 +132,9 @@ def _schedule_k(ctx: Ctx, rnd: Round, it: dict, remaining: int) -> None:
 
 
 def _add_parts(ctx: Ctx, rnd: Round, it: dict, parts: list, which: list[int]) -> bool:
-    groups, picked = [], []
-    for i in which:
-        nodes = ns.to_nodes(parts[i])
-        if len(nodes) == 1:
-            used = [p for p in it.get("pp", {}).get(str(i), [])]
-            p = rnd.partner(nodes[0], avoid=used)
-            if p is None:
-                rnd.release(picked)
-                return False
-            rnd.reserve([p])
-            picked.append(p)
-            nodes = nodes + [p]
-        groups.append(nodes)
-    rnd.release(picked)
-    ids = rnd.add(groups)
+    pp = it.get("pp", {})
+    groups = rnd.padded([ns.to_nodes(parts[i]) for i in which], avoid_for=lambda k: pp.get(str(which[k]), []))
+    ids = rnd.add(groups) if groups else None
     if not ids:
         return False
     it["t"] = dict(zip(map(str, which), ids))

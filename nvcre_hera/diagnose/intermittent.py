@@ -85,29 +85,15 @@ def schedule(ctx: Ctx, rnd: Round, it: dict) -> None:
 
 def _add(ctx: Ctx, rnd: Round, it: dict, parts: list) -> bool:
     inside = ns.to_nodes(it["s"])
-    groups, picked = [], []
     used = it.setdefault("pp", [])
-    ok = True
-    for part in parts:
-        nodes = ns.to_nodes(part)
-        if len(nodes) == 1:  # partners come from outside the set
-            p = rnd.partner(nodes[0], avoid=used, exclude=inside)
-            if p is None:
-                p = rnd.partner(nodes[0], exclude=inside)
-            if p is None:
-                ok = False
-                break
-            rnd.reserve([p])
-            picked.append(p)
-            nodes = nodes + [p]
-        groups.append(nodes)
-    rnd.release(picked)
-    if not ok:
-        return False
-    ids = rnd.add(groups)
+    # partners come from outside the set
+    groups = rnd.padded([ns.to_nodes(part) for part in parts], avoid_for=lambda i: used, exclude=inside,
+                        relax_avoid=True)
+    ids = rnd.add(groups) if groups else None
     if not ids:
         return False
     it["t"] = ids
+    picked = [g[-1] for part, g in zip(parts, groups) if ns.size(part) == 1]
     it["pp"] = (used + picked)[-4:]
     return True
 

@@ -117,25 +117,14 @@ def _schedule_confirm(item: dict, rnd: Round) -> None:
             item["t"] = ids
         return
     inside = ns.to_nodes(ns.union(*sides))
-    groups, picked = [], []
     used = item.get("pp", [])
-    for side in sides:
-        nodes = ns.to_nodes(side)
-        if len(nodes) == 1:  # a lone end runs beside a known-healthy node from elsewhere
-            p = rnd.partner(nodes[0], avoid=used, exclude=inside)
-            if p is None:
-                p = rnd.partner(nodes[0], exclude=inside)
-            if p is None:
-                rnd.release(picked)
-                return
-            rnd.reserve([p])
-            picked.append(p)
-            nodes = nodes + [p]
-        groups.append(nodes)
-    rnd.release(picked)
-    ids = rnd.add(groups)
+    # a lone end runs beside a known-healthy node from elsewhere
+    groups = rnd.padded([ns.to_nodes(side) for side in sides], avoid_for=lambda i: used, exclude=inside,
+                        relax_avoid=True)
+    ids = rnd.add(groups) if groups else None
     if ids:
         item["t"] = ids
+        picked = [g[-1] for side, g in zip(sides, groups) if ns.size(side) == 1]
         item["pp"] = (used + picked)[-4:]
 
 

@@ -182,6 +182,27 @@ class Round:
         for x in nodes:
             self.busy[x] = 0
 
+    def padded(self, parts: Sequence[Sequence[int]], avoid_for=lambda i: (), exclude: Sequence[int] = (),
+               relax_avoid: bool = False) -> list[list[int]] | None:
+        """`parts` as job groups, each single node padded with a known-healthy partner (one node alone measures no
+        network); None when some part finds no partner. `avoid_for(i)` lists partners part i already had;
+        `relax_avoid` takes one of them again rather than none. Partners stay free for `add`."""
+        groups, picked = [], []
+        for i, nodes in enumerate(parts):
+            if len(nodes) == 1:
+                p = self.partner(nodes[0], avoid=avoid_for(i), exclude=exclude)
+                if p is None and relax_avoid:
+                    p = self.partner(nodes[0], exclude=exclude)
+                if p is None:
+                    self.release(picked)
+                    return None
+                self.reserve([p])
+                picked.append(p)
+                nodes = [*nodes, p]
+            groups.append(list(nodes))
+        self.release(picked)
+        return groups
+
     def partner(self, x: int, avoid: Sequence[int] = (), exclude: Sequence[int] = ()) -> int | None:
         """A known-healthy free node to pad `x` with, same clique first, rotating so partners differ."""
         ctx = self.ctx
