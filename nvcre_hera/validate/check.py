@@ -1,7 +1,7 @@
 """`nvcre validate`: compile every form of a certification and check each document the way a cluster would.
 
-The Workflow, WorkflowTemplate and CronWorkflow go through the strict Argo v4.1.2 CRD check and the lint; each
-category's job manifest is rendered for a sample group on every platform and checked against its CRD.
+The Workflow, WorkflowTemplate and CronWorkflow go through the strict Argo v4.1.2 CRD check, the CRD's CEL rules and
+the lint; each category's job manifest is rendered for a sample group on every platform and checked the same way.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from nvcre_hera.api import Certification
 from nvcre_hera.catalog import gpu_architectures, platforms
 from nvcre_hera.compile.plan import CompileOptions
 from nvcre_hera.validate.crd import crd_errors
+from nvcre_hera.validate.crd_rules import rule_errors
 from nvcre_hera.validate.lint import lint
 
 
@@ -23,7 +24,7 @@ class CheckReport:
 
 
 def check_document(doc: dict) -> list[str]:
-    return crd_errors(doc) + lint(doc)
+    return crd_errors(doc) + rule_errors(doc) + lint(doc)
 
 
 def sample_job_manifests(cert: Certification, namespace: str = "nvcre"):
@@ -58,7 +59,7 @@ def check_certification(cert: Certification, opts: CompileOptions) -> CheckRepor
     jobs_ok = 0
     for label, manifest in sample_job_manifests(cert, opts.namespace):
         report.documents += 1
-        problems = crd_errors(manifest)
+        problems = crd_errors(manifest) + rule_errors(manifest)
         report.problems += [f"{manifest['kind']} ({label}): {p}" for p in problems]
         jobs_ok += not problems
     report.lines.append(f"job manifests     {jobs_ok} ok")

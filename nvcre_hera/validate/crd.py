@@ -29,7 +29,7 @@ _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
 def _strict(schema: dict) -> dict:
     """A copy of an OpenAPI v3 structural schema as strict JSON Schema."""
     out = dict(schema)
-    out.pop("x-kubernetes-validations", None)  # CEL rules: not evaluated here (see README, "Validation")
+    out.pop("x-kubernetes-validations", None)  # CEL rules: evaluated by nvcre_hera.validate.crd_rules
     if out.pop("x-kubernetes-int-or-string", False):
         out.pop("anyOf", None)
         out["type"] = ["integer", "string"]
@@ -50,10 +50,16 @@ def _strict(schema: dict) -> dict:
 
 
 @functools.lru_cache(maxsize=None)
-def _validator(kind: str) -> tuple[Draft202012Validator, str, str]:
+def crd_payload(kind: str) -> dict:
+    """`{group, kind, version, schema}`: the storage version's openAPIV3Schema, as vendored (CEL rules included)."""
     name = KIND_TO_SCHEMA[kind]
     with resources.files("nvcre_hera.schemas").joinpath(f"{name}.json.gz").open("rb") as raw:
-        payload = json.loads(gzip.decompress(raw.read()))
+        return json.loads(gzip.decompress(raw.read()))
+
+
+@functools.lru_cache(maxsize=None)
+def _validator(kind: str) -> tuple[Draft202012Validator, str, str]:
+    payload = crd_payload(kind)
     schema = _strict(payload["schema"])
     # Top-level metadata is `type: object` in CRDs; the API server checks it as ObjectMeta. Keep it open.
     return Draft202012Validator(schema), f"{payload['group']}/{payload['version']}", payload["kind"]
@@ -74,4 +80,4 @@ def crd_errors(doc: dict) -> list[str]:
     return errors
 
 
-__all__ = ["KIND_TO_SCHEMA", "crd_errors"]
+__all__ = ["KIND_TO_SCHEMA", "crd_errors", "crd_payload"]
