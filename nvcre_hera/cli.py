@@ -78,7 +78,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             print(f"{args.cert}: {problem}", file=sys.stderr)
         return 1
     print(f"{args.cert}: valid ({report.documents} documents checked against the Argo v4.1.2, MPIJob and JobSet "
-          f"CRDs, plus the Argo lint)")
+          f"CRDs (schemas and CEL rules), plus the Argo lint)")
     return 0
 
 
