@@ -8,6 +8,15 @@ marginal values are re-measured (SPRT-style). Singletons are padded with a known
 accused; if it still fails, deferred parts are tested and the search resumes. All-parts-pass is probed as a
 link / switch fault (see `probe`).
 
+Without a measurement of the whole group (the workflow's first call) the root's status is *unknown*, not failing:
+its first split is judged on its own (the user's `threshold` when given, else the healthy reference fitted from
+that very round). A part that fails makes the root known to fail (min-model), and the search goes on exactly as
+with a failing full result. When every part passes, nothing is wrong *inside* any part, but a link between two
+parts is in no job yet: one job of the whole group (the only single job that holds every cross-part pair; pairwise
+unions of parts or representatives would take more jobs and rounds) settles it. It passing ends the diagnose with
+no suspects (2 rounds); it failing is the group's failing measurement, and the search continues as if it had been
+handed over (all parts pass: a boundary probe, whose first step re-tests the group against a dip).
+
 Item kinds in `state["work"]`: K (known or inferred failing set, to split), U (set to re-measure), S (singleton
 to confirm), I (set holding an intermittent defect, see `intermittent`), B (boundary probe), V (final verification).
 """
@@ -39,7 +48,10 @@ def start(ctx: Ctx, full_value: float | None, measured: bool) -> None:
     raw = None
     if measured:  # the failing run is evidence about the defect, never about what healthy looks like
         raw = [ctx.ref.add(full_value, ns.size(g), ctx.network(ns.to_nodes(g)), healthy_candidate=False)]
-    ctx.state["work"] = [_k(ctx, g, None, L=None, raw=raw)]
+    root = _k(ctx, g, None, L=None, raw=raw)
+    if not measured:
+        root["uk"] = 1  # unknown: neither failing nor passing until its parts (or the whole group) say so
+    ctx.state["work"] = [root]
     ctx.state["restarts"] = 0
 
 
@@ -67,7 +79,9 @@ def schedule(ctx: Ctx, rnd: Round) -> None:
         elif kind == "B":
             schedule_probe(it, rnd)
     # verify as soon as only last-level splits and confirmations remain: the rest of the group runs alongside
-    last = all(it["k"] in "SV" or (it["k"] == "K" and ns.size(it["s"]) <= 4) for it in work)
+    # (never beside the whole-group check of an unknown root: that job is the verification)
+    last = not any(it.get("w") for it in work) and all(
+        it["k"] in "SV" or (it["k"] == "K" and ns.size(it["s"]) <= 4) for it in work)
     if last:
         v = next((it for it in work if it["k"] == "V"), None)
         if v is None:
@@ -99,6 +113,11 @@ def schedule(ctx: Ctx, rnd: Round) -> None:
 
 
 def _schedule_k(ctx: Ctx, rnd: Round, it: dict, remaining: int) -> None:
+    if it.get("w"):  # the whole-group check of an unknown root whose parts all passed
+        ids = rnd.add([ns.to_nodes(ctx.state["G"])], healthy_candidate=False)
+        if ids:
+            it["t"] = {"w": ids[0]}
+        return
     if "parts" not in it:
         nodes = ns.to_nodes(it["s"])
         size = len(nodes)
@@ -194,9 +213,40 @@ def _fp_of(ctx: Ctx, it: dict, oids: dict[int, int]) -> tuple[float, float]:
     return fp, it["L"]
 
 
+def _passes(ctx: Ctx, o: int | None) -> bool:
+    """Whether observation `o` meets the bar of an unknown root: the user's threshold when given, else healthy
+    within 3σ of the reference (a 'defect' closer to healthy is no hypothesis, see `evidence.llr`)."""
+    if o is None:
+        return False
+    thr = ctx.config.get("threshold")
+    if thr is not None:
+        v = ctx.ref.obs[o][0]
+        return v is not None and v >= float(thr)
+    r = ctx.r(o)
+    return r is not None and r >= 1 - 3 * ctx.sigma
+
+
+def _result_w(ctx: Ctx, it: dict, tid: str) -> list[dict]:
+    """The whole-group check of an unknown root whose parts all passed."""
+    it.pop("w", None)
+    o = ctx.oid(tid)
+    if _passes(ctx, o):  # nothing inside a part, nothing between parts: done, no suspects
+        ctx.mark_ok(ns.to_nodes(ctx.state["G"]))
+        ctx.state["verified"] = True
+        return []
+    # the group fails: this run is the root's failing measurement, as a handed-over full result would be
+    it["raw"], it["fo"] = [o], None
+    ctx.state.pop("fo0", None)
+    fp, L = _fp_of(ctx, it, {})
+    _reval_k(ctx, it, fp)
+    return _decide_k(ctx, it, fp, L)
+
+
 def _result_k(ctx: Ctx, it: dict) -> list[dict]:
     ids: dict[str, str] = it.pop("t")
     it.pop("rq", None)
+    if "w" in ids:
+        return _result_w(ctx, it, ids["w"])
     oids = {int(i): ctx.oid(t) for i, t in ids.items()}
     fp, L = _fp_of(ctx, it, oids)
     po = it.setdefault("po", [[] for _ in it["parts"]])
@@ -206,6 +256,9 @@ def _result_k(ctx: Ctx, it: dict) -> list[dict]:
         po[i].append(oids[i])
         it["ev"][i].append([tid, _round(ctx.ratio(tid), 3)])
     _reval_k(ctx, it, fp)
+    if it.pop("uk", None) and all(it["tested"]) and all(_passes(ctx, o) for obs in po for o in obs):
+        it["w"] = 1  # every part passes: only a link between parts can still fail, check the whole group once
+        return [it]
     return _decide_k(ctx, it, fp, L)
 
 

@@ -5,7 +5,8 @@ It is the only implementation: the workflow's `plan` step, the local executor an
 
 Job accounting (reference §2.2, Table B): the failing full-group run that triggered the diagnose is *not* counted
 when its result is handed to the first call (a result with id ``"full"``); without it, the planner measures what
-it needs itself and those jobs count.
+it needs itself and those jobs count. Without it the group's status is unknown, not failing: `adaptive`
+then finishes a healthy group after its first split and one check of the whole group (see `adaptive`).
 """
 
 from __future__ import annotations
