@@ -22,7 +22,7 @@ TestKind = Literal["all_reduce", "all_gather", "alltoall", "loopback", "loopback
 
 # Placeholders an entry's args and env may use; everything else in braces is an error at load time.
 PLACEHOLDERS = frozenset(
-    {"maxBytes", "numIterations", "numCycles", "gpusPerNode", "numNodes", "maxSteps", "exitDurationMins",
+    {"minBytes", "maxBytes", "numIterations", "numCycles", "gpusPerNode", "numNodes", "maxSteps", "exitDurationMins",
      "enableMNNVL", "tensorParallel", "globalBatchSize"}
 )
 

@@ -30,7 +30,7 @@ KIND = "CertificationReport"
 
 # The reason a failed group or category is filed under: the most specific first (NVCRE: HardwareFailed wins).
 REASON_PRECEDENCE = ("HardwareFailureDetected", "DataCorruption", "TransportMismatch", "DiagnosticFailed",
-                     "WorkloadFailed", "SuspectNode", "InfrastructureFault", "ThresholdViolation",
+                     "WorkloadFailed", "SuspectNode", "InfrastructureFault", "Unresolved", "ThresholdViolation",
                      "MeasurementNotFound")
 NO_RESULTS_MESSAGE = "no results: the test step did not complete"
 EMPTY_RESULTS_MESSAGE = "no results: no test ran for this category"
@@ -285,7 +285,10 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
     between nodes that pass on their own) fails the category without blaming either node."""
     stats = verdict.get("stats") or {}
     faults = list(verdict.get("infrastructureFaults") or [])
+    unresolved = [{"nodeCount": int(g.get("nodeCount", len(g.get("nodes") or []))),
+                   "nodes": [str(n) for n in g.get("nodes") or []]} for g in verdict.get("unresolved") or []]
     entry["diagnose"] = {"suspects": list(verdict.get("suspects") or []), "infrastructureFaults": faults,
+                         "unresolved": unresolved,
                          "jobs": stats.get("jobs"), "rounds": stats.get("rounds"),
                          "nodeMinutes": stats.get("nodeMinutes"), "nodeCount": verdict.get("nodeCount")}
     entry["jobs"] = stats.get("jobs", entry["jobs"])
@@ -297,10 +300,17 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
                                       "nodeCount": len(nodes), "nodes": nodes, "reason": "InfrastructureFault",
                                       "message": str(fault.get("evidence") or "infrastructure fault"),
                                       "failureLog": ""})
-    if faults:
+    for group in unresolved:
+        entry["failedGroups"].append({
+            "name": f"unresolved ({group['nodeCount']} nodes)", "nodeCount": group["nodeCount"],
+            "nodes": group["nodes"],
+            "reason": "Unresolved", "failureLog": "",
+            "message": "diagnose could not narrow this group down: its tests failed but no single node or link "
+                       "explains it (a deficit shared by all of them, e.g. the fabric or the threshold)"})
+    reasons = (["InfrastructureFault"] if faults else []) + (["Unresolved"] if unresolved else [])
+    if reasons:
         entry["status"] = "Failed"
-        entry["failureReason"] = min([entry["failureReason"] or "InfrastructureFault", "InfrastructureFault"],
-                                     key=_precedence)
+        entry["failureReason"] = min([r for r in [entry["failureReason"], *reasons] if r], key=_precedence)
 
 
 def _failed_nodes(blames: list[tuple[str, list[dict]]]) -> list[dict]:

@@ -58,3 +58,29 @@ def test_recursion_stores_indices_not_names():
             stored = "".join(node.inputs.values()) + "".join(node.outputs.get("parameters", {}).get(k, "")
                                                              for k in ("state", "tests", "next"))
             assert "gpu-node" not in stored, node.name
+
+
+def test_cluster_evenly_below_its_threshold_fails_as_unresolved():
+    """GB300 trays without MNNVL run at scale-out speed (≈190 GB/s) against `value >= 300`: no outlier to name,
+    and never a pass."""
+    report, verdict = diagnose("gb300-nvl72")
+    assert verdict["suspects"] == [] and [g["nodeCount"] for g in verdict["unresolved"]] == [36]
+    assert len(verdict["unresolved"][0]["nodes"]) == 36
+    assert report["result"] == "FAILED" and report["categories"][0]["failureReason"] == "Unresolved"
+    assert report["failedNodes"] == []
+
+
+def test_diagnose_jobs_run_one_large_size_briefly():
+    """Diagnose jobs sweep no sizes: one size of at most 4 GiB, 20 iterations, one cycle."""
+    local = run_local(CERT, str(ROOT / "examples" / "clusters" / "healthy-h100-16.yaml"))
+    args = next(t for t in local.workflow["spec"]["templates"] if t["name"] == "test-0")["container"]["args"]
+    assert "--setup" in args
+    from nvcre_hera.catalog import get_entry
+    from nvcre_hera.jobs import JobContext, render_job
+
+    options = {"testScale": "diagnose", "maxBytes": "16G", "numIterations": 100, "numCycles": 10}
+    job = render_job(get_entry("communication", "nccl-all-reduce"), 0, options, {"id": "r1-t0", "nodes": ["a", "b"]},
+                     0, JobContext("wf", "uid", "nvcre", "aws", "h100"))
+    cmd = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    assert cmd[cmd.index("-b") + 1] == cmd[cmd.index("-e") + 1] == str(4 << 30)
+    assert cmd[cmd.index("-n") + 1] == "20" and cmd[cmd.index("-N") + 1] == "1"

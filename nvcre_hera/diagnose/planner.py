@@ -93,6 +93,7 @@ def _answer(ctx: Ctx, tests: list[dict]) -> dict:
     if done:
         st["done"] = True
         st["work"] = []
+        _below_floor(ctx)
     return {
         "state": st,
         "tests": tests,
@@ -102,6 +103,25 @@ def _answer(ctx: Ctx, tests: list[dict]) -> dict:
         "unresolved": [ns.to_nodes(u) for u in st["unres"]],
         "stats": {"jobs": st["jobs"], "rounds": st["round"], "nodeMinutes": round(st["nm"], 1)},
     }
+
+
+def _below_floor(ctx: Ctx) -> None:
+    """No job met the user's threshold, yet no outlier was found: nobody to blame, and no pass either.
+
+    When every group runs alike but below the floor (a fabric-wide deficit, or a threshold the hardware cannot
+    meet), the search finds no outlier; the nodes left unaccused are then reported as one unresolved group.
+    Judged on measured values only (never an extrapolation to a size no job ran at)."""
+    st, threshold = ctx.state, ctx.config.get("threshold")
+    if threshold is None or st.get("floorChecked"):
+        return
+    st["floorChecked"] = 1
+    measured = [v for v, _n, _net, *never in ctx.ref.obs if v is not None and not never]
+    if not measured or max(measured) >= float(threshold):
+        return
+    accused = {a["node"] for a in st["acc"]}
+    rest = [i for i in range(st["n"]) if i not in accused]
+    if rest and not any(ns.to_nodes(u) == rest for u in st["unres"]):
+        st["unres"].append(ns.from_nodes(rest))
 
 
 def suspects(state: dict) -> list[dict]:

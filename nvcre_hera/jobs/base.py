@@ -22,6 +22,8 @@ from nvcre_hera.cluster.base import (
 from nvcre_hera.units import parse_byte_size, parse_duration
 
 CATEGORY_LABEL = "nvcre-hera.dev/category"
+DIAGNOSE_BYTES = 4 << 30
+DIAGNOSE_ITERATIONS = 20
 GROUP_LABEL = "nvcre-hera.dev/group"
 
 
@@ -95,12 +97,19 @@ def plan_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], 
     if nics is None:
         nics = (plat.get("nicsPerNode") or {}).get(ctx.gpu or "", arch["nicsPerNode"])
     max_bytes = parse_byte_size(str(options.get("maxBytes") or arch["maxBytes"]))
+    min_bytes, iterations, cycles = 8, int(options.get("numIterations", 100)), int(options.get("numCycles", 10))
+    if options.get("testScale") == "diagnose":
+        # Diagnose runs many short jobs: one large size, few iterations (fault-localization.md §4.7), so a round
+        # takes minutes and its value is comparable across group sizes.
+        max_bytes = min_bytes = min(max_bytes, DIAGNOSE_BYTES)
+        iterations, cycles = min(iterations, DIAGNOSE_ITERATIONS), 1
     nodes = list(group["nodes"])
     tp = min(gpus, 8) if entry.domain == "training" else 1
     values = {
+        "minBytes": str(min_bytes),
         "maxBytes": str(max_bytes),
-        "numIterations": str(options.get("numIterations", 100)),
-        "numCycles": str(options.get("numCycles", 10)),
+        "numIterations": str(iterations),
+        "numCycles": str(cycles),
         "gpusPerNode": str(gpus),
         "numNodes": str(len(nodes)),
         "maxSteps": str(options.get("maxSteps", 50)),
@@ -124,7 +133,7 @@ def plan_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], 
         labels[ctx.queue_label_key] = ctx.queue
     test_spec = {
         "category": entry.key, "test": entry.test, "group": group["id"], "nodes": nodes, "gpusPerNode": gpus,
-        "maxBytes": max_bytes, "numIterations": int(values["numIterations"]), "numCycles": int(values["numCycles"]),
+        "minBytes": min_bytes, "maxBytes": max_bytes, "numIterations": int(values["numIterations"]), "numCycles": int(values["numCycles"]),
         "maxSteps": int(values["maxSteps"]), "enableMNNVL": bool(options.get("enableMNNVL")), "repeat": repeat,
     }
     owner = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "name": ctx.workflow_name,

@@ -241,7 +241,7 @@ class SimCluster:
         ranks = len(nodes) * gpn
         factor = model.bus_factor(test, ranks)
         alpha = model.latency_us(est.path, len(nodes), self.body.platform)
-        sweep = model.sizes(int(ts.get("maxBytes") or 1 << 34))
+        sweep = model.sizes(int(ts.get("maxBytes") or 1 << 34), int(ts.get("minBytes") or 8))
         iters, cycles = int(ts.get("numIterations") or 20), int(ts.get("numCycles") or 1)
         run = NcclRun(
             test=test, hosts=nodes, gpus_per_node=gpn, device=DEVICE_NAMES[arch], sweep=sweep, iters=iters,

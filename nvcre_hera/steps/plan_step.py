@@ -14,6 +14,9 @@ from nvcre_hera.nodeindex import resolve
 from nvcre_hera.steps.io import Outputs
 
 
+UNRESOLVED_NAMES = 64
+
+
 def compact_results(aggregated: Any) -> list[dict]:
     """The fan-out's aggregated metrics (a list per test pod) as the planner's results."""
     out: list[dict] = []
@@ -35,7 +38,9 @@ def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
     """The planner's final answer with node indices turned into names (the report names nodes)."""
     suspects = list(answer.get("suspects") or [])
     faults = list(answer.get("infrastructureFaults") or [])
-    indices = sorted({s["node"] for s in suspects} | {i for f in faults for i in _flat(f.get("between"))})
+    unresolved = list(answer.get("unresolved") or [])
+    indices = sorted({s["node"] for s in suspects} | {i for f in faults for i in _flat(f.get("between"))}
+                     | {i for group in unresolved for i in group[:UNRESOLVED_NAMES]})
     names = dict(zip(indices, resolve(indices, setup, cluster.list_nodes()))) if indices else {}
 
     def named(value: Any) -> Any:  # `between` is [a, b] or [[side a], [side b]]
@@ -44,6 +49,10 @@ def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
     return {
         "suspects": [{**s, "node": names[s["node"]]} for s in suspects],
         "infrastructureFaults": [{**f, "between": named(f.get("between") or [])} for f in faults],
+        # groups that failed with nothing found to blame: reported, so they can never read as a pass (names of
+        # the first nodes only: the verdict travels up every level of the recursion)
+        "unresolved": [{"nodeCount": len(group), "nodes": named(group[:UNRESOLVED_NAMES])}
+                       for group in unresolved],
         "stats": answer.get("stats") or {},
         "nodeCount": setup["config"].get("nodeCount"),
     }
