@@ -334,8 +334,14 @@ def _cleanup(categories: list[dict]) -> dict:
         for run in cat.get("results") or []:
             if run.get("jobName"):
                 created[str(run["jobName"])] = created.get(str(run["jobName"]), False) or bool(run.get("jobDeleted"))
-    return {"jobsCreated": len(created), "jobsDeleted": sum(created.values()),
-            "leftover": sorted(n for n, deleted in created.items() if not deleted)}
+    report = {"jobsCreated": len(created), "jobsDeleted": sum(created.values()),
+              "leftover": sorted(n for n, deleted in created.items() if not deleted)}
+    for cat in categories:  # diagnose carries its own ledger: its runs never reach the judge one by one
+        ledger = (cat.get("diagnose") or {}).get("cleanup") or {}
+        report["jobsCreated"] += int(ledger.get("created") or 0)
+        report["jobsDeleted"] += int(ledger.get("deleted") or 0)
+        report["leftover"] = sorted([*report["leftover"], *map(str, ledger.get("leftover") or [])])
+    return report
 
 
 def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str | None = None) -> dict:

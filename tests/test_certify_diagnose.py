@@ -26,6 +26,9 @@ def test_two_faulty_nodes_among_64_are_named_and_nothing_else():
     assert {n["name"] for n in report["failedNodes"]} == {"gpu-node-13", "gpu-node-50"}
     assert report["result"] == "FAILED"
     assert report["execution"]["jobObjectsLeftBehind"] == 0
+    # the report's own ledger (carried down the recursion) agrees with what the cluster saw
+    assert report["cleanup"]["jobsCreated"] == report["execution"]["jobObjectsCreated"] == verdict["jobs"]
+    assert report["cleanup"]["jobsDeleted"] == report["cleanup"]["jobsCreated"] and report["cleanup"]["leftover"] == []
 
 
 def test_link_fault_is_an_infrastructure_fault_not_a_node():

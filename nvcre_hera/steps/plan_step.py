@@ -17,14 +17,29 @@ from nvcre_hera.steps.io import Outputs
 UNRESOLVED_NAMES = 64
 
 
+def _runs(aggregated: Any) -> list[dict]:
+    """The fan-out's aggregated metrics: a list per test pod, one entry per repeat."""
+    return [run for item in aggregated or [] for run in (item if isinstance(item, list) else [item])
+            if isinstance(run, dict) and "id" in run]
+
+
 def compact_results(aggregated: Any) -> list[dict]:
-    """The fan-out's aggregated metrics (a list per test pod) as the planner's results."""
-    out: list[dict] = []
-    for item in aggregated or []:
-        for run in item if isinstance(item, list) else [item]:
-            if isinstance(run, dict) and "id" in run:
-                out.append({"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"),
-                            "status": run.get("status", "failed")})
+    """The planner's results."""
+    return [{"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"), "status": run.get("status", "failed")}
+            for run in _runs(aggregated)]
+
+
+def job_ledger(ledger: dict | None, aggregated: Any) -> dict:
+    """Job objects created and deleted so far, carried beside the planner's state so the report can say that
+    every one of them is gone (names only of those not deleted: the ledger travels down the recursion)."""
+    out = {"created": 0, "deleted": 0, "leftover": [], **(ledger or {})}
+    for run in _runs(aggregated):
+        if run.get("jobName"):
+            out["created"] += 1
+            if run.get("jobDeleted"):
+                out["deleted"] += 1
+            else:
+                out["leftover"] = [*out["leftover"], run["jobName"]]
     return out
 
 
@@ -60,14 +75,16 @@ def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
 
 def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: Outputs,
               log: Callable[[str], None]) -> int:
-    answer = plan(state if isinstance(state, dict) else None, compact_results(aggregated), setup["config"])
+    carried = state if isinstance(state, dict) else {}
+    ledger = job_ledger(carried.get("jobs"), aggregated)
+    answer = plan(carried.get("planner"), compact_results(aggregated), setup["config"])
     tests = answer["tests"]
-    out.write("state", answer["state"])
+    out.write("state", {"planner": answer["state"], "jobs": ledger})
     # Every test item is stored twice over in the Workflow (plan output, test input): ranges, not index lists.
     out.write("tests", [{"id": t["id"], "ranges": from_nodes(t["nodes"]), "network": t.get("network", True)}
                         for t in tests])
     out.write("next", [0] if tests else [])
-    out.write("final", named_verdict(answer, setup, cluster) if not tests else {})
+    out.write("final", {**named_verdict(answer, setup, cluster), "cleanup": ledger} if not tests else {})
     stats = answer.get("stats") or {}
     if tests:
         log(f"plan: round {stats.get('rounds', '?')}: {len(tests)} test(s), "
@@ -79,4 +96,4 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     return 0
 
 
-__all__ = ["compact_results", "plan_step"]
+__all__ = ["compact_results", "job_ledger", "plan_step"]

@@ -145,7 +145,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             f"{'; '.join(r['reason'] for r in reasons) or 'no problems'}; job deleted: {deleted}")
     if diagnose:  # the planner's input: one value per test, nothing else travels up the recursion
         results = [{"id": r["group"], "busBandwidthGBps": r["metrics"].get("busBandwidthGBps"),
-                    "status": r["status"], "jobDeleted": r["jobDeleted"]} for r in results]
+                    "status": r["status"], "jobName": r["jobName"], "jobDeleted": r["jobDeleted"]}
+                   for r in results]
     out.write("metrics", results)
     return 0
 
