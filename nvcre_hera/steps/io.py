@@ -24,4 +24,10 @@ class Outputs:
             Path(path).write_text(text)
 
 
-__all__ = ["Outputs"]
+def flatten_runs(aggregated: Any) -> list[dict]:
+    """A test fan-out's aggregated output: one item per group, each the list of that group's runs (repeats)."""
+    return [run for item in aggregated or [] for run in (item if isinstance(item, list) else [item])
+            if isinstance(run, dict)]
+
+
+__all__ = ["Outputs", "flatten_runs"]

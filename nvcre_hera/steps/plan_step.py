@@ -11,29 +11,23 @@ from nvcre_hera.cluster.base import Cluster
 from nvcre_hera.diagnose.nodesets import from_nodes
 from nvcre_hera.diagnose.planner import plan
 from nvcre_hera.nodeindex import resolve
-from nvcre_hera.steps.io import Outputs
+from nvcre_hera.steps.io import Outputs, flatten_runs
 
 
 UNRESOLVED_NAMES = 64
 
 
-def _runs(aggregated: Any) -> list[dict]:
-    """The fan-out's aggregated metrics: a list per test pod, one entry per repeat."""
-    return [run for item in aggregated or [] for run in (item if isinstance(item, list) else [item])
-            if isinstance(run, dict) and "id" in run]
-
-
 def compact_results(aggregated: Any) -> list[dict]:
     """The planner's results."""
     return [{"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"), "status": run.get("status", "failed")}
-            for run in _runs(aggregated)]
+            for run in flatten_runs(aggregated) if "id" in run]
 
 
 def job_ledger(ledger: dict | None, aggregated: Any) -> dict:
     """Job objects created and deleted so far, carried beside the planner's state so the report can say that
     every one of them is gone (names only of those not deleted: the ledger travels down the recursion)."""
     out = {"created": 0, "deleted": 0, "leftover": [], **(ledger or {})}
-    for run in _runs(aggregated):
+    for run in flatten_runs(aggregated):
         if run.get("jobName"):
             out["created"] += 1
             if run.get("jobDeleted"):

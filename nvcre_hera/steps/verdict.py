@@ -10,20 +10,7 @@ from typing import Any, Callable
 from nvcre_hera.catalog import get_entry
 from nvcre_hera.judge import judge
 from nvcre_hera.report.card import describe_evidence, render_card
-from nvcre_hera.steps.io import Outputs
-
-
-def _flatten(per_group: Any) -> list[dict] | None:
-    """A fan-out's aggregated output is a list with one item per group, each the list of that group's repeats."""
-    if per_group is None:
-        return None
-    flat: list[dict] = []
-    for item in per_group:
-        if isinstance(item, list):
-            flat.extend(r for r in item if isinstance(r, dict))
-        elif isinstance(item, dict):
-            flat.append(item)
-    return flat
+from nvcre_hera.steps.io import Outputs, flatten_runs
 
 
 def _diagnose_results(verdict: Any) -> list[dict] | None:
@@ -54,7 +41,8 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
             flat = _diagnose_results(verdict)
             thresholds = {}  # the planner judged the bandwidth (the threshold is its pass line)
         else:
-            flat = _flatten(results.get(cat["index"]))
+            raw = results.get(cat["index"])
+            flat = None if raw is None else flatten_runs(raw)
         if flat == [] and summary.get("selectedNodes", 0) == 0:
             flat = None  # nothing could be tested: the category has no results, never a vacuous pass
         categories.append({
