@@ -58,8 +58,8 @@ class Cluster(Protocol):
     def delete_job(self, name: str) -> bool:
         """Delete the job object; True if it existed."""
 
-    def list_jobs(self, labels: dict[str, str]) -> list[str]:
-        """Names of job objects carrying all `labels` (for the onExit cleanup)."""
+    def list_jobs(self, labels: dict[str, str], kinds: list[str] | None = None) -> list[str]:
+        """Names of job objects carrying all `labels` (for the onExit cleanup), of `kinds` only (None: every kind)."""
 
 
 __all__ = [

@@ -255,11 +255,13 @@ class KubeCluster:
         self._kinds.pop(name, None)
         return True
 
-    def list_jobs(self, labels: dict[str, str]) -> list[str]:
+    def list_jobs(self, labels: dict[str, str], kinds: list[str] | None = None) -> list[str]:
         from kubernetes.client.exceptions import ApiException
 
         names: set[str] = set()
         for kind, (group, version, plural) in JOB_KINDS.items():
+            if kinds is not None and kind not in kinds:
+                continue
             try:
                 listing = self._call(self.custom.list_namespaced_custom_object, group, version, self.namespace, plural,
                                      label_selector=_selector(labels))

@@ -1,7 +1,12 @@
 """testScale: diagnose — a recursive DAG that narrows failing nodes down, one planner round per level.
 
-    diagnose-i(setup, state, results):  plan ─► test (fan-out over the round's tests) ─► recurse (diagnose-i)
+    diagnose-i(setup, state, results):  plan ─► round-i (fan-out over the round's tests) ─► recurse (diagnose-i)
 
+The fan-out sits in its own DAG, `round-i`, whose failed tests do not fail it (`continueOn`) and whose `results`
+output falls back to `[]`: a fan-out aggregates only its Succeeded children, so when every test of a round failed a
+direct reference to `tasks.test.outputs.parameters.metrics` would never resolve and Argo would requeue the
+recursive call for ever (workflow/controller/operator.go `processAggregateNodeOutputs`, dag.go). The planner sees
+which tests sent nothing and counts them as failed.
 `plan` runs the pure planner (`nvcre_hera.diagnose.planner.plan`) on the state and the last round's results and
 emits the next round; when it has nothing left to test it emits `[]`, the fan-out and the recursive call are
 Skipped ("Skipped, empty params"), and the recursion ends. Each level hands the final verdict up through its
@@ -19,12 +24,30 @@ from nvcre_hera.spec_load import ResolvedCategory
 
 # The deepest level has no recursive child: take the plan's verdict; above it, unwrap the one child's
 # (a fan-out's aggregated output is a JSON list of its children's values).
+# Failed and errored test pods are data for the judge, never a reason to stop the DAG that collects results.
+CONTINUE = m.ContinueOn(failed=True, error=True)
+
 FINAL_EXPRESSION = ("tasks.recurse.status == 'Skipped' ? tasks.plan.outputs.parameters.final : "
                     "toJson(fromJSON(tasks.recurse.outputs.parameters.results)[0])")
 
 
+def round_template(cat: ResolvedCategory, test: Container) -> DAG:
+    """One round's tests; always Succeeds with a `results` output (the metrics of the tests that sent some)."""
+    with DAG(
+        name=f"round-{cat.index}",
+        inputs=[Parameter(name=n) for n in ("tests", "setup", "platform", "gpu")],
+        outputs=[Parameter(name="results", value_from=m.ValueFrom(
+            parameter="{{tasks.test.outputs.parameters.metrics}}", default="[]"))],
+    ) as dag:
+        Task(name="test", template=test, with_param="{{inputs.parameters.tests}}", continue_on=CONTINUE,
+             arguments={"group": "{{item}}", "platform": "{{inputs.parameters.platform}}",
+                        "gpu": "{{inputs.parameters.gpu}}", "setup": "{{inputs.parameters.setup}}"})
+    return dag
+
+
 def diagnose_template(cat: ResolvedCategory, plan_step: Container, test: Container) -> DAG:
     i = cat.index
+    round_dag = round_template(cat, test)
     inputs = [Parameter(name=n) for n in ("setup", "state", "results", "platform", "gpu")]
     with DAG(
         name=f"diagnose-{i}",
@@ -34,14 +57,13 @@ def diagnose_template(cat: ResolvedCategory, plan_step: Container, test: Contain
         Task(name="plan", template=plan_step, arguments={
             "setup": "{{inputs.parameters.setup}}", "state": "{{inputs.parameters.state}}",
             "results": "{{inputs.parameters.results}}"})
-        Task(name="test", template=test, depends="plan", with_param="{{tasks.plan.outputs.parameters.tests}}",
-             arguments={"group": "{{item}}", "platform": "{{inputs.parameters.platform}}",
-                        "gpu": "{{inputs.parameters.gpu}}", "setup": "{{inputs.parameters.setup}}"})
-        Task(name="recurse", template=dag,
-             depends="plan && (test.Succeeded || test.Failed || test.Errored || test.Skipped)",
+        Task(name="round", template=round_dag, depends="plan", arguments={
+            "tests": "{{tasks.plan.outputs.parameters.tests}}", "setup": "{{inputs.parameters.setup}}",
+            "platform": "{{inputs.parameters.platform}}", "gpu": "{{inputs.parameters.gpu}}"})
+        Task(name="recurse", template=dag, depends="round",
              with_param="{{tasks.plan.outputs.parameters.next}}",
              arguments={"setup": "{{inputs.parameters.setup}}", "state": "{{tasks.plan.outputs.parameters.state}}",
-                        "results": "{{tasks.test.outputs.parameters.metrics}}",
+                        "results": "{{tasks.round.outputs.parameters.results}}",
                         "platform": "{{inputs.parameters.platform}}", "gpu": "{{inputs.parameters.gpu}}"})
     return dag
 
@@ -57,4 +79,4 @@ def plan_template(cat: ResolvedCategory, image: str, step, output) -> Container:
     )
 
 
-__all__ = ["FINAL_EXPRESSION", "diagnose_template", "plan_template"]
+__all__ = ["CONTINUE", "FINAL_EXPRESSION", "diagnose_template", "plan_template", "round_template"]

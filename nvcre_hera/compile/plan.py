@@ -27,6 +27,7 @@ class CompileOptions:
     namespace: str = "nvcre"
     service_account: str = "nvcre-hera"
     step_image: str = ""
+    max_nodes: int = 1024  # the largest target the workflow deadline allows for (spec.activeDeadlineSeconds)
 
     def __post_init__(self) -> None:
         if not self.step_image:

@@ -18,12 +18,14 @@ from hera.workflows import DAG, Container, CronWorkflow, Parameter, RetryStrateg
 from hera.workflows import models as m
 
 from nvcre_hera.api import Certification
-from nvcre_hera.compile.diagnose import diagnose_template, plan_template
+from nvcre_hera.compile.diagnose import CONTINUE, diagnose_template, plan_template
 from nvcre_hera.compile.plan import CompileOptions, category_task_name, workflow_plan
+from nvcre_hera.jobs import backend_for
 from nvcre_hera.spec_load import ResolvedCategory, resolve_categories
 from nvcre_hera.units import parse_duration
 
 OUT_DIR = "/tmp/nvcre"
+DIAGNOSE_ROUNDS = 16  # the planner's rounds stay far below this (README "Diagnose")
 STEP_RESOURCES = m.ResourceRequirements(requests={"cpu": "100m", "memory": "128Mi"},
                                         limits={"cpu": "1", "memory": "512Mi"})
 
@@ -46,6 +48,33 @@ def _test_deadline_s(cat: ResolvedCategory) -> int:
     """Backstop for the test pod: every repeat's job timeout plus its measurement wait, plus pod slack."""
     per_job = parse_duration(cat.options["timeoutPerJob"]) + parse_duration(cat.options["measurementTimeout"])
     return int(per_job * int(cat.options["repeatCount"]) + 300)
+
+
+def _diagnose(cat: ResolvedCategory) -> bool:
+    return cat.options["testScale"] == "diagnose"
+
+
+def job_kinds(categories: list[ResolvedCategory]) -> list[str]:
+    """The job kinds the tests can create: cleanup lists only these (the Role grants `list` on these alone)."""
+    return sorted({backend_for(c.entry).kind for c in categories})
+
+
+def workflow_deadline_s(categories: list[ResolvedCategory], max_nodes: int) -> int:
+    """`spec.activeDeadlineSeconds`: every category's worst case on a cluster of up to `max_nodes` nodes, run one
+    after another, plus discovery, judge and slack. A test pod's deadline times the waves its fan-out needs under
+    `maxConcurrent` (all at once when 0); diagnose: DIAGNOSE_ROUNDS rounds. Argo stops the workflow there and still
+    runs the exit handler, so no job keeps its GPUs past it, even if a test hangs."""
+    total = 600
+    for cat in categories:
+        per_test = _test_deadline_s(cat)
+        if _diagnose(cat):
+            total += per_test * DIAGNOSE_ROUNDS
+            continue
+        size = int(cat.options.get("nodesPerJob") or 0) or (1 if cat.options["testScale"] == "intra-node" else 0)
+        groups = max_nodes // size if size else 1
+        cap = int(cat.options["maxConcurrent"])
+        total += per_test * (-(-groups // cap) if cap > 0 else 1)
+    return total
 
 
 def _category_templates(cat: ResolvedCategory, image: str) -> tuple[Container, DAG]:
@@ -77,7 +106,10 @@ def _category_templates(cat: ResolvedCategory, image: str) -> tuple[Container, D
             parameter="{{tasks.test.outputs.parameters.metrics}}", default="[]"))],
         parallelism=cap if cap > 0 else None,
     ) as dag:
-        Task(name="test", template=test, with_param="{{inputs.parameters.groups}}",
+        # A failed test pod (crash, deadline, eviction) must not fail this DAG: a failed DAG gets no outputs
+        # (argo-workflows workflow/controller/dag.go, executeDAG returns before setting them) and the judge's
+        # reference to them would then wait for ever. The judge finds the groups that sent no result.
+        Task(name="test", template=test, with_param="{{inputs.parameters.groups}}", continue_on=CONTINUE,
              arguments={"group": "{{item}}", "platform": "{{inputs.parameters.platform}}",
                         "gpu": "{{inputs.parameters.gpu}}"})
     return test, dag
@@ -103,6 +135,9 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
         on_exit="cleanup",
         arguments=[Parameter(name="plan", value=json.dumps(plan, separators=(",", ":"), sort_keys=True))],
         pod_gc=m.PodGC(strategy="OnWorkflowSuccess"),
+        active_deadline_seconds=workflow_deadline_s(categories, opts.max_nodes),
+        # One run per certification at a time: a cron run and a manual one would compete for the same GPUs.
+        synchronization=m.Synchronization(mutexes=[m.Mutex(name=f"nvcre-{name}")]),
         ttl_strategy=m.TTLStrategy(seconds_after_completion=7 * 24 * 3600),
     )
     if opts.kind == "cron":
@@ -128,14 +163,16 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
             "judge", image,
             ["judge", "--plan", "{{workflow.parameters.plan}}", "--summary", "{{inputs.parameters.summary}}",
              *[a for c in categories for a in ("--results", f"{c.index}={{{{inputs.parameters.results-{c.index}}}}}")],
+             *[a for c in categories if not _diagnose(c)
+               for a in ("--groups", f"{c.index}={{{{inputs.parameters.groups-{c.index}}}}}")],
              "--out", OUT_DIR],
-            inputs=[Parameter(name="summary"), *[Parameter(name=f"results-{c.index}", default="[]")
-                                                 for c in categories]],
+            inputs=[Parameter(name="summary"), *[Parameter(name=f"results-{c.index}") for c in categories],
+                    *[Parameter(name=f"groups-{c.index}") for c in categories if not _diagnose(c)]],
             outputs=[_output("report", "{}"), _output("result", "UNKNOWN")],
         )
         _step("cleanup", image,
               ["cleanup", "--workflow-name", "{{workflow.name}}", "--namespace", "{{workflow.namespace}}",
-               "--status", "{{workflow.status}}"],
+               "--status", "{{workflow.status}}", "--kinds", ",".join(job_kinds(categories))],
               retry_strategy=RetryStrategy(limit=3, retry_policy="OnError"))
 
         with DAG(name="certify"):
@@ -162,6 +199,8 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
                 "summary": "{{tasks.discover.outputs.parameters.summary}}",
                 **{f"results-{c.index}": f"{{{{tasks.{category_task_name(c)}.outputs.parameters.results}}}}"
                    for c in categories},
+                **{f"groups-{c.index}": f"{{{{tasks.discover.outputs.parameters.groups-{c.index}}}}}"
+                   for c in categories if not _diagnose(c)},
             })
     return holder
 

@@ -60,10 +60,13 @@ def run_workflow(workflow: dict[str, Any], pod_runner: Callable[[PodRequest], Po
     try:
         engine.execute(Call(name, name, spec["entrypoint"], params, None, None, 1, root.append))
         engine.run_until_idle()
-        if not root:
+        if not root and engine.hung:  # as on Argo: still Running, and the exit handler never starts
+            phase, message = "Running", engine.hung[0].message
+        elif not root:
             raise Abort("workflow did not complete: a cap (parallelism/semaphore) is never released")
-        phase, message = root[0].phase, root[0].message
-        if spec.get("onExit"):
+        else:
+            phase, message = root[0].phase, root[0].message
+        if root and spec.get("onExit"):
             engine.globals.set("workflow.status", phase)
             engine.globals.set("workflow.failures", json.dumps(_failures(engine.nodes.values())))
             engine.globals.set("workflow.duration", f"{engine.now:g}")
@@ -76,7 +79,8 @@ def run_workflow(workflow: dict[str, Any], pod_runner: Callable[[PodRequest], Po
         phase, message = "Error", str(err)
     if on_event is not None:
         on_event(f"[{engine.now:7.1f}s] workflow {name} {phase}" + (f": {message}" if message else ""))
-    return WorkflowRun(name=name, phase=phase if phase in ("Succeeded", "Failed") else "Error", message=message,
+    return WorkflowRun(name=name, phase=phase if phase in ("Succeeded", "Failed", "Running") else "Error",
+                       message=message,
                        nodes=engine.nodes, wall_time_s=engine.now, pods_started=engine.pods_started,
                        exit_handler_phase=exit_node[0].phase if exit_node else None,
                        max_concurrent_pods=engine.max_active)

@@ -25,7 +25,7 @@ from nvcre_hera.executor.caps import Cap
 from nvcre_hera.executor.engine import Call, Engine
 from nvcre_hera.executor.expr import ExprError, eval_when, evaluate
 from nvcre_hera.executor.model import NodeStatus
-from nvcre_hera.executor.template import ResolveError, Scope, aggregate, item_label, item_vars, render_item, \
+from nvcre_hera.executor.template import MissingVariable, ResolveError, Scope, aggregate, item_label, item_vars, render_item, \
     substitute
 
 _DEP = re.compile(r"\s*(?:(&&|\|\||!|\(|\))|([A-Za-z0-9_][-A-Za-z0-9_]*)(?:\.([A-Za-z]+))?)")
@@ -60,6 +60,8 @@ class Invocation:
             for param in (producer.get("outputs") or {}).get("parameters") or []:
                 if "default" in (param.get("valueFrom") or {}):
                     flat[f"{key}.outputs.parameters.{param['name']}"] = render_item(param["valueFrom"]["default"])
+                else:
+                    self.scope.absent.add(f"{key}.outputs.parameters.{param['name']}")
         for k, v in flat.items():
             self.scope.set(k, v)
 
@@ -69,6 +71,8 @@ class Invocation:
         try:
             args = {p["name"]: substitute(render_item(p.get("value", "")), scope)
                     for p in (task.get("arguments") or {}).get("parameters") or []}
+        except MissingVariable as err:
+            return self.engine.hang(name, display, task["template"], parent, self, str(err))
         except ResolveError as err:
             node = self.engine.new_node(name, display, "Skipped", task["template"], parent, self, "Error", str(err))
             self.engine.at(self.engine.now, lambda: on_done(node))
@@ -218,6 +222,10 @@ class DagRun(Invocation):
         try:
             skip = self.when(task, self.scope) if "{{item" not in str(task.get("when", "")) else None
             items = self.expand(task, self.scope) if skip is None else None
+        except MissingVariable as err:
+            self.open += 1
+            self.task_nodes[name] = self.engine.hang(node_name, name, task["template"], parents[0], self, str(err))
+            return
         except ResolveError as err:
             self.settle(name, self.new(node_name, name, task, parents, "Skipped", "Error", str(err)))
             return

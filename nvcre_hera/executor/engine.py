@@ -72,6 +72,7 @@ class Engine:
         self.pod_cap = Cap("spec.parallelism", parallelism) if parallelism else None
         self.sem_caps = {key: Cap(f"semaphore {key}", n) for key, n in semaphores.items()}
         self.pods_started = self.active_pods = self.max_active = 0
+        self.hung: list[NodeStatus] = []
         self._heap: list[tuple[float, int, Callable[[], None]]] = []
         self._seq = 0
         self._main_start: dict[str, float] = {}  # pod node id -> when its main container started (for events)
@@ -99,6 +100,14 @@ class Engine:
         if node.fulfilled:
             node.finished = self.now
             self.emit(node)
+        return node
+
+    def hang(self, name: str, display: str, template: str, parent: NodeStatus | None, boundary: Invocation | None,
+             why: str) -> NodeStatus:
+        """A task Argo would requeue for ever (template.MissingVariable): a Pending node that never ends."""
+        node = self.new_node(name, display, "Pod", template, parent, boundary, "Pending",
+                             f"waiting for ever: {why} (Argo requeues a missing task variable without limit)")
+        self.hung.append(node)
         return node
 
     def finish(self, node: NodeStatus, phase: str, message: str = "") -> None:

@@ -25,18 +25,29 @@ class ResolveError(ValueError):
     """A tag could not be resolved: the node that needed it fails with this message."""
 
 
+class MissingVariable(ResolveError):
+    """A `{{tag}}` names a variable that is not (yet) in scope, such as the outputs of a failed task. Argo does not
+    fail the task that needs it: `IsMissingVariableErr` requeues it without limit (workflow/controller/dag.go,
+    executeDAGTask, and the `when` just before it), so the workflow waits for ever. The executor reproduces that as
+a hung run."""
+
+
 class Scope:
     """Flat variables plus objects for expression tags (`item` keeps its JSON shape there)."""
 
-    __slots__ = ("flat", "objects", "_env")
+    __slots__ = ("flat", "objects", "absent", "_env")
 
     def __init__(self, flat: dict[str, str] | None = None, objects: dict[str, Any] | None = None) -> None:
         self.flat: dict[str, str] = dict(flat or {})
         self.objects: dict[str, Any] = dict(objects or {})
+        # outputs of Skipped/Omitted producers that declare no default: absent, a terminal error when referenced
+        # (v4.0.7+, docs/upgrading.md "Outputs of skipped and omitted steps and tasks now resolve")
+        self.absent: set[str] = set()
         self._env: dict[str, Any] | None = None
 
     def child(self, flat: dict[str, str] | None = None, objects: dict[str, Any] | None = None) -> Scope:
         new = Scope(self.flat, self.objects)
+        new.absent = set(self.absent)
         new.flat.update(flat or {})
         new.objects.update(objects or {})
         return new
@@ -82,6 +93,11 @@ def substitute(text: str, scope: Scope, *, strict: bool = True) -> str:
             return scope.flat[tag]
         if not strict:
             return match.group(0)
+        if tag in scope.absent:
+            raise ResolveError(f"failed to resolve {{{{{tag}}}}}: its producer was Skipped or Omitted and declares "
+                               f"no default")
+        if tag.startswith(("tasks.", "steps.")):  # ReplaceStrict's strict prefixes (dag.go resolveDependencyReferences)
+            raise MissingVariable(f"failed to resolve {{{{{tag}}}}}")
         raise ResolveError(f"failed to resolve {{{{{tag}}}}}")
 
     return _TAG.sub(one, text)

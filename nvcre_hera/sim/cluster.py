@@ -23,12 +23,19 @@ from nvcre_hera.sim.faults import ActiveFaults, NodeCaps, active_faults, first_h
 from nvcre_hera.sim.logs import NcclRun, TimedLine, TrainingRun, dcgm_lines, nccl_lines, render, training_lines
 from nvcre_hera.sim.noise import noisy
 from nvcre_hera.sim.nodes import CLIQUE_LABEL, DEVICE_NAMES, PCI_DEVICE_IDS, build_nodes, node_gpus, with_health
-from nvcre_hera.sim.spec import SimulatedClusterSpec, load_spec
+from nvcre_hera.sim.spec import STEP_KINDS, SimulatedClusterSpec, load_spec
 
 NCCL_TESTS = frozenset({"all_reduce", "all_gather", "alltoall", "loopback", "loopback_nvswitch"})
 NETWORK_NAMES = {"efa": "AWS Libfabric", "tcpxo": "FasTrak", "ib": "IB", "roce": "IB"}
 LOTTERY_SIGMA = 0.005  # per-node static offset ("silicon lottery", §4.6)
 STALL_CHECKS_MAX = 300
+
+
+STEP_STALL_S = 86_400.0
+
+
+class SimulatedPodKilled(RuntimeError):
+    """Raised inside a test step by a `step-crash` fault: the pod's process dies (exit 1, traceback in its log)."""
 
 
 @dataclass
@@ -43,6 +50,7 @@ class SimJob:
     end: float  # math.inf for a hang (or a job that can never be scheduled)
     exit_code: int | None
     failure: str | None = None
+    kind: str = ""
     values: dict = field(default_factory=dict)  # what the job measured (busBandwidthGBps, avgTFLOPsPerGPU, ...)
     outcome: JobOutcome | None = None
     deleted: bool = False
@@ -108,10 +116,20 @@ class SimCluster:
         if name in self._jobs and not self._jobs[name].deleted:
             raise ValueError(f"job {name} already exists")
         test_spec = json.loads(raw) if isinstance(raw, str) else dict(raw)
+        self._step_faults(name, test_spec.get("nodes") or [])
         job = self._plan(name, dict(meta.get("labels") or {}), test_spec)
+        job.kind = str(manifest.get("kind") or "")
         self._jobs[name] = job
         self.jobs_created += 1
         return name
+
+    def _step_faults(self, name: str, nodes: list[str]) -> None:
+        """`step-crash` / `step-stall` (sim.spec.STEP_KINDS): the test pod itself dies or blocks."""
+        kinds = {f.kind for f in self.body.faults if f.kind in STEP_KINDS and set(f.members) & set(nodes)}
+        if "step-crash" in kinds:
+            raise SimulatedPodKilled(f"simulated: the test pod creating {name} was killed (step-crash fault)")
+        if "step-stall" in kinds:
+            self.clock += STEP_STALL_S
 
     def wait_for_job(
         self, name: str, nodes: list[str], timeout_s: float, stall_check: StallCheck | None = None
@@ -164,9 +182,10 @@ class SimCluster:
         self.jobs_deleted += 1
         return True
 
-    def list_jobs(self, labels: dict[str, str]) -> list[str]:
+    def list_jobs(self, labels: dict[str, str], kinds: list[str] | None = None) -> list[str]:
         return sorted(n for n, j in self._jobs.items()
-                      if not j.deleted and all(j.labels.get(k) == v for k, v in labels.items()))
+                      if not j.deleted and (kinds is None or j.kind in kinds)
+                      and all(j.labels.get(k) == v for k, v in labels.items()))
 
     def jobs_alive(self) -> int:
         return sum(not j.deleted for j in self._jobs.values())

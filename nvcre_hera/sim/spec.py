@@ -34,11 +34,15 @@ Platform = Literal["aws", "gcp", "azure", "oci", "onprem"]
 Gpu = Literal["h100", "h200", "b200", "a100", "gb200", "gb300"]
 FaultKind = Literal[
     "slow-nic", "slow-gpu", "nvlink-degraded", "crash", "hang", "nccl-error", "data-corruption", "socket-fallback",
-    "unschedulable", "not-ready", "flapping", "link", "dcgm-fail", "nan-loss",
+    "unschedulable", "not-ready", "flapping", "link", "dcgm-fail", "nan-loss", "step-crash", "step-stall",
 ]
 FAULT_KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
 # Kinds whose `factor` scales a capacity; the others ignore it.
 FACTOR_KINDS = frozenset({"slow-nic", "slow-gpu", "nvlink-degraded", "flapping", "link"})
+# Kinds that hit the test pod (our own step), not the workload: the step dies (`step-crash`: OOM kill, eviction)
+# or blocks for a day (`step-stall`: a hung API call) when it creates a job on the node, so its pod fails or its
+# activeDeadlineSeconds ends it. They exist to drive the workflow's failure paths on both engines.
+STEP_KINDS = frozenset({"step-crash", "step-stall"})
 # Kinds that change a Node object on the sim clock from `atSecond` on.
 HEALTH_KINDS = frozenset({"unschedulable", "not-ready"})
 # The `dcgmi diag --run 4` tests a `dcgm-fail` fault may name (DCGM 4.x plugin names).
@@ -236,6 +240,7 @@ __all__ = [
     "DEFAULT_FACTOR",
     "DEFAULT_FLAP_PROBABILITY",
     "FACTOR_KINDS",
+    "STEP_KINDS",
     "FAULT_KINDS",
     "FaultKind",
     "FaultSpec",

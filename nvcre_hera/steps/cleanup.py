@@ -10,10 +10,14 @@ from nvcre_hera.cluster.base import MANAGED_BY_LABEL, MANAGED_BY_VALUE, WORKFLOW
 from nvcre_hera.steps.io import Outputs
 
 
-def cleanup(workflow_name: str, status: str, cluster: Cluster, out: Outputs, log: Callable[[str], None]) -> int:
-    leftover = cluster.list_jobs({MANAGED_BY_LABEL: MANAGED_BY_VALUE, WORKFLOW_LABEL: workflow_name})
+def cleanup(workflow_name: str, status: str, cluster: Cluster, out: Outputs, log: Callable[[str], None],
+            kinds: list[str] | None = None) -> int:
+    """`kinds`: the job kinds this workflow can create. Only these are listed, because the Role grants `list` on
+    only these, and the API server answers 403 before it looks for a resource (so even an absent CRD fails)."""
+    labels = {MANAGED_BY_LABEL: MANAGED_BY_VALUE, WORKFLOW_LABEL: workflow_name}
+    leftover = cluster.list_jobs(labels, kinds)
     deleted = [name for name in leftover if cluster.delete_job(name)]
-    remaining = cluster.list_jobs({MANAGED_BY_LABEL: MANAGED_BY_VALUE, WORKFLOW_LABEL: workflow_name})
+    remaining = cluster.list_jobs(labels, kinds)
     log(f"cleanup: workflow {workflow_name} {status}: {len(leftover)} job object(s) left by the tests, "
         f"{len(deleted)} deleted, {len(remaining)} remaining")
     out.write("cleanup", {"found": leftover, "deleted": deleted, "remaining": remaining})

@@ -9,13 +9,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Callable
 
 from nvcre_hera.cluster.base import Cluster
 from nvcre_hera.steps.io import Outputs
 
 
+def _unfile(text: str) -> str:
+    """Argo's emissary (v4.0.10+, cmd/argoexec/commands/emissary.go) passes an argument longer than 128 KiB as
+    `@/tmp/argo_arg_N.txt`, a file holding it. No JSON value and no `INDEX=JSON` starts with `@`."""
+    if not text.startswith("@"):
+        return text
+    try:
+        return Path(text[1:]).read_text()
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {text[1:]}: {exc.strerror}") from None
+
+
 def _json_arg(text: str) -> object:
+    text = _unfile(text)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -23,7 +36,7 @@ def _json_arg(text: str) -> object:
 
 
 def _results_arg(text: str) -> tuple[int, object]:
-    index, sep, payload = text.partition("=")
+    index, sep, payload = _unfile(text).partition("=")
     if not sep or not index.isdigit():
         raise argparse.ArgumentTypeError("expected INDEX=JSON")
     return int(index), _json_arg(payload)
@@ -56,11 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plan", type=_json_arg, required=True)
     p.add_argument("--summary", type=_json_arg, required=True)
     p.add_argument("--results", type=_results_arg, action="append", default=[])
+    p.add_argument("--groups", type=_results_arg, action="append", default=[],
+                   help="INDEX=JSON: the groups discovery planned for a category (a group without results failed)")
     p.add_argument("--out", default="/tmp/nvcre")
     p = sub.add_parser("cleanup")
     p.add_argument("--workflow-name", required=True)
     p.add_argument("--namespace", required=True)
     p.add_argument("--status", default="Unknown")
+    p.add_argument("--kinds", default="MPIJob,JobSet,TrainJob",
+                   help="job kinds the workflow can create (cleanup lists only these: RBAC grants only these)")
     p.add_argument("--out", default="/tmp/nvcre")
     return parser
 
@@ -94,10 +111,11 @@ def main(argv: list[str] | None = None, *, cluster: Cluster | None = None, outpu
     if args.step == "judge":
         from nvcre_hera.steps.verdict import judge_step
 
-        return judge_step(args.plan, args.summary, dict(args.results), out, say)
+        return judge_step(args.plan, args.summary, dict(args.results), out, say, groups=dict(args.groups))
     from nvcre_hera.steps.cleanup import cleanup
 
-    return cleanup(args.workflow_name, args.status, cluster, out, say)
+    return cleanup(args.workflow_name, args.status, cluster, out, say,
+                   kinds=[k for k in args.kinds.split(",") if k])
 
 
 if __name__ == "__main__":

@@ -23,6 +23,14 @@ def compact_results(aggregated: Any) -> list[dict]:
             for run in flatten_runs(aggregated) if "id" in run]
 
 
+def with_missing(results: list[dict], issued: list[str]) -> list[dict]:
+    """A test the last round issued that sent no result (its pod crashed, hit its deadline or was evicted, so the
+    fan-out left it out of its aggregated output) counts as a failed test: no evidence is never a pass."""
+    seen = {r["id"] for r in results}
+    return [*results, *({"id": t, "busBandwidthGBps": None, "status": "failed", "missing": True}
+                        for t in issued if t not in seen)]
+
+
 def job_ledger(ledger: dict | None, aggregated: Any) -> dict:
     """Job objects created and deleted so far, carried beside the planner's state so the report can say that
     every one of them is gone (names only of those not deleted: the ledger travels down the recursion)."""
@@ -71,9 +79,13 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
               log: Callable[[str], None]) -> int:
     carried = state if isinstance(state, dict) else {}
     ledger = job_ledger(carried.get("jobs"), aggregated)
-    answer = plan(carried.get("planner"), compact_results(aggregated), setup["config"])
+    results = with_missing(compact_results(aggregated), list(carried.get("issued") or []))
+    missing = sum(1 for r in results if r.get("missing"))
+    if missing:
+        log(f"plan: {missing} test(s) of the last round sent no result: counted as failed")
+    answer = plan(carried.get("planner"), results, setup["config"])
     tests = answer["tests"]
-    out.write("state", {"planner": answer["state"], "jobs": ledger})
+    out.write("state", {"planner": answer["state"], "jobs": ledger, "issued": [t["id"] for t in tests]})
     # Every test item is stored twice over in the Workflow (plan output, test input): ranges, not index lists.
     out.write("tests", [{"id": t["id"], "ranges": from_nodes(t["nodes"]), "network": t.get("network", True)}
                         for t in tests])
@@ -90,4 +102,4 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     return 0
 
 
-__all__ = ["compact_results", "job_ledger", "plan_step"]
+__all__ = ["compact_results", "job_ledger", "plan_step", "with_missing"]

@@ -27,8 +27,23 @@ def _diagnose_results(verdict: Any) -> list[dict] | None:
     return out
 
 
+NO_RESULT = ("the test pod ended without a result (it crashed, hit its deadline or was evicted): see its node in "
+             "the Argo workflow")
+
+
+def with_missing_groups(flat: list[dict], groups: list[dict], category: str) -> list[dict]:
+    """A group discovery planned that sent no result is a failed group: a fan-out aggregates only the tests whose
+    pod Succeeded (argo-workflows operator.go `processAggregateNodeOutputs`), so a crashed or killed test pod is
+    otherwise simply absent, and absence is never a pass."""
+    seen = {r.get("group") for r in flat}
+    return [*flat, *({"category": category, "group": g["id"], "nodes": list(g.get("nodes") or []),
+                      "status": "failed", "metrics": {}, "samples": [], "runtimeSec": 0, "repeat": 0,
+                      "reasons": [{"node": None, "reason": "WorkloadFailed", "message": NO_RESULT}]}
+                     for g in groups if g.get("id") not in seen)]
+
+
 def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out: Outputs,
-               log: Callable[[str], None]) -> int:
+               log: Callable[[str], None], groups: dict[int, Any] | None = None) -> int:
     by_index = {c["index"]: c for c in summary.get("categories") or []}
     categories = []
     for cat in plan["categories"]:
@@ -43,6 +58,9 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
         else:
             raw = results.get(cat["index"])
             flat = None if raw is None else flatten_runs(raw)
+            planned = (groups or {}).get(cat["index"])
+            if flat is not None and isinstance(planned, list):
+                flat = with_missing_groups(flat, planned, entry.key)
         if flat == [] and summary.get("selectedNodes", 0) == 0:
             flat = None  # nothing could be tested: the category has no results, never a vacuous pass
         categories.append({
@@ -60,4 +78,4 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
     return 0 if report["result"] == "PASSED" else 1
 
 
-__all__ = ["judge_step"]
+__all__ = ["NO_RESULT", "judge_step", "with_missing_groups"]
