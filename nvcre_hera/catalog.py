@@ -20,6 +20,7 @@ Framework = Literal["mpi", "torch", "exec"]
 Scope = Literal["per-node", "per-group"]
 TestKind = Literal["all_reduce", "all_gather", "alltoall", "loopback", "loopback_nvswitch", "dcgm_diag", "training"]
 
+ADHOC_DOMAIN = "workloadrun"  # entries built from a WorkloadRun, not read from catalog/ (no such folder there)
 # Placeholders an entry's args and env may use; everything else in braces is an error at load time.
 PLACEHOLDERS = frozenset(
     {"minBytes", "maxBytes", "numIterations", "numCycles", "gpusPerNode", "numNodes", "maxSteps", "exitDurationMins",
@@ -106,6 +107,14 @@ def get_entry(domain: str, variant: str) -> CatalogEntry:
     return entries[key]
 
 
+def plan_entry(category: dict) -> CatalogEntry:
+    """The entry a compiled plan's category runs: a catalog entry by name, or an ad-hoc one (a WorkloadRun's,
+    domain `workloadrun`) that travels in the plan itself."""
+    if category.get("entry"):
+        return CatalogEntry.model_validate(category["entry"])
+    return get_entry(category["domain"], category["variant"])
+
+
 @functools.lru_cache(maxsize=1)
 def _gpu_table() -> dict:
     return _load_yaml((catalog_dir() / "_lib" / "gpu-defaults.yaml").read_text())
@@ -148,6 +157,7 @@ def platform_settings(platform: str) -> dict:
 
 
 __all__ = [
+    "ADHOC_DOMAIN",
     "CatalogEntry",
     "PLACEHOLDERS",
     "architecture_of",
@@ -157,5 +167,6 @@ __all__ = [
     "gpu_defaults",
     "load_catalog",
     "platform_settings",
+    "plan_entry",
     "platforms",
 ]

@@ -22,6 +22,8 @@ JOB_KINDS: dict[str, tuple[str, str, str]] = {
     "MPIJob": ("kubeflow.org", "v2beta1", "mpijobs"),
     "TrainJob": ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
     "JobSet": ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+    # Not a job: the per-test runtime a TrainJob references. Listed so create, delete and cleanup handle it alike.
+    "TrainingRuntime": ("trainer.kubeflow.org", "v1alpha1", "trainingruntimes"),
 }
 MPIJOB_NAME_LABEL = "training.kubeflow.org/job-name"
 MPIJOB_ROLE_LABEL = "training.kubeflow.org/job-role"
@@ -212,7 +214,9 @@ class KubeCluster:
 
         def rank(pod: dict) -> tuple:
             pl = (pod.get("metadata") or {}).get("labels") or {}
-            return (pl.get(JOBSET_REPLICATED_JOB_LABEL) not in ("launcher", "node"),
+            # The MPI TrainJob's launcher before its workers; then a TrainJob/JobSet's first node.
+            return (pl.get(JOBSET_REPLICATED_JOB_LABEL) != "launcher",
+                    pl.get(JOBSET_REPLICATED_JOB_LABEL) not in ("launcher", "node"),
                     pl.get(COMPLETION_INDEX_LABEL, "0") != "0", (pod.get("metadata") or {}).get("name", ""))
         return min(mine, key=rank) if mine else None
 
@@ -265,6 +269,8 @@ class KubeCluster:
                                      label_selector=_selector(labels))
             except ApiException as err:
                 if self._not_found(err):  # that CRD is not installed
+                    continue
+                if err.status == 403:  # not granted (e.g. TrainJob RBAC without the trainjob backend): none created
                     continue
                 raise
             for obj in (listing or {}).get("items") or []:

@@ -153,18 +153,6 @@ def plan_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], 
     )
 
 
-def backend_for(entry: CatalogEntry) -> JobBackend:
-    from nvcre_hera.jobs.jobset import JobSetBackend
-    from nvcre_hera.jobs.mpijob import MPIJobBackend
-
-    return JobSetBackend() if entry.framework == "exec" else MPIJobBackend()
-
-
-def render_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], group: dict, repeat: int,
-               ctx: JobContext) -> dict:
-    return backend_for(entry).manifest(plan_job(entry, category_index, options, group, repeat, ctx))
-
-
 def pod_placement(plan: JobPlan) -> dict:
     """Scheduler, priority, pull secrets and tolerations shared by every pod of the job."""
     spec: dict[str, Any] = {}
@@ -201,12 +189,10 @@ __all__ = [
     "JobBackend",
     "JobContext",
     "JobPlan",
-    "backend_for",
     "env_list",
     "job_name",
     "metadata",
     "node_affinity",
     "plan_job",
     "pod_placement",
-    "render_job",
 ]

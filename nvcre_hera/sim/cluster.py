@@ -29,6 +29,7 @@ NCCL_TESTS = frozenset({"all_reduce", "all_gather", "alltoall", "loopback", "loo
 NETWORK_NAMES = {"efa": "AWS Libfabric", "tcpxo": "FasTrak", "ib": "IB", "roce": "IB"}
 LOTTERY_SIGMA = 0.005  # per-node static offset ("silicon lottery", §4.6)
 STALL_CHECKS_MAX = 300
+DEPENDENCY_KINDS = frozenset({"TrainingRuntime"})  # created before a job, deleted after it; never run
 
 
 @dataclass
@@ -72,6 +73,8 @@ class SimCluster:
         self._offsets = {name: max(-3 * LOTTERY_SIGMA, min(3 * LOTTERY_SIGMA, random.Random(
             _seed(self.body.seed, "lottery", name)).gauss(0.0, LOTTERY_SIGMA))) for name in self._gpus}
         self._jobs: dict[str, SimJob] = {}
+        # Objects a job depends on (a TrainJob's TrainingRuntime): name -> labels, while they exist.
+        self._dependencies: dict[str, dict[str, str]] = {}
 
     @classmethod
     def from_spec(cls, spec: SimulatedClusterSpec) -> SimCluster:
@@ -102,6 +105,17 @@ class SimCluster:
         name = meta.get("name")
         if not name:
             raise ValueError("job manifest has no metadata.name")
+        if manifest.get("kind") in DEPENDENCY_KINDS:
+            if name in self._dependencies:
+                raise ValueError(f"{manifest['kind']} {name} already exists")
+            self._dependencies[name] = dict(meta.get("labels") or {})
+            return name
+        if manifest.get("kind") == "TrainJob":
+            # Stand-in for Kubeflow Trainer: without its runtime a TrainJob never gets a JobSet, so refuse it here
+            # rather than simulate a run no cluster would do.
+            ref = ((manifest.get("spec") or {}).get("runtimeRef") or {}).get("name")
+            if ref not in self._dependencies:
+                raise ValueError(f"TrainJob {name}: runtimeRef.name {ref!r} names no existing TrainingRuntime")
         raw = (meta.get("annotations") or {}).get(TEST_SPEC_ANNOTATION)
         if raw is None:
             raise ValueError(f"job {name}: no {TEST_SPEC_ANNOTATION} annotation; the simulator cannot tell what it runs")
@@ -157,6 +171,8 @@ class SimCluster:
         return render(job.lines, until)
 
     def delete_job(self, name: str) -> bool:
+        if self._dependencies.pop(name, None) is not None:
+            return True
         job = self._jobs.get(name)
         if job is None or job.deleted:
             return False
@@ -165,11 +181,12 @@ class SimCluster:
         return True
 
     def list_jobs(self, labels: dict[str, str]) -> list[str]:
-        return sorted(n for n, j in self._jobs.items()
-                      if not j.deleted and all(j.labels.get(k) == v for k, v in labels.items()))
+        live = [(n, j.labels) for n, j in self._jobs.items() if not j.deleted] + list(self._dependencies.items())
+        return sorted(n for n, have in live if all(have.get(k) == v for k, v in labels.items()))
 
     def jobs_alive(self) -> int:
-        return sum(not j.deleted for j in self._jobs.values())
+        """Job objects and their dependencies that still exist (what a run would leave behind)."""
+        return sum(not j.deleted for j in self._jobs.values()) + len(self._dependencies)
 
     def job_values(self, name: str) -> dict:
         """What the simulator decided a job measured (for tests and benchmarks; no real cluster has this)."""

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from nvcre_hera.catalog import CatalogEntry, get_entry, platform_settings
+from nvcre_hera.catalog import CatalogEntry, plan_entry, platform_settings
 from nvcre_hera.cluster.base import Cluster, JobOutcome
-from nvcre_hera.jobs import JobContext, plan_job
-from nvcre_hera.jobs.base import backend_for
+from nvcre_hera.jobs import JobContext, backend_for, job_objects, plan_job
 from nvcre_hera.diagnose.nodesets import to_nodes
 from nvcre_hera.nodeindex import resolve
 from nvcre_hera.parsers import reasons as reason_rules
@@ -114,14 +113,16 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         indices = to_nodes(group["ranges"]) if "ranges" in group else list(group["nodes"])
         names = resolve(indices, setup, cluster.list_nodes())
         group = {"id": str(group["id"]), "nodes": names}
-    entry = get_entry(cat["domain"], cat["variant"])
+    entry = plan_entry(cat)
     options = cat["options"]
-    backend = backend_for(entry)
+    backend = backend_for(entry, plan.get("backend"))
     results = []
     for repeat in range(int(options.get("repeatCount") or 1)):
         job = plan_job(entry, category_index, options, group, repeat, ctx)
         started = cluster.now()
-        name = cluster.create_job(backend.manifest(job))
+        objects = job_objects(backend, job)
+        dependencies = [cluster.create_job(obj) for obj in objects[:-1]]  # e.g. a TrainJob's TrainingRuntime
+        name = cluster.create_job(objects[-1])
         log(f"run: {entry.key} group {group['id']} ({len(job.nodes)} node(s)) repeat {repeat}: created "
             f"{backend.kind} {name}")
         outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
@@ -129,6 +130,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
         reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
         deleted = cluster.delete_job(name)
+        for dep in reversed(dependencies):
+            deleted = cluster.delete_job(dep) and deleted
         metrics = reason_rules.metrics_from(entry.parser, parsed)
         status = "failed" if reasons else "ok"
         results.append({
