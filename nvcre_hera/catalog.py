@@ -18,7 +18,9 @@ from nvcre_hera.errors import InputError
 
 Framework = Literal["mpi", "torch", "exec"]
 Scope = Literal["per-node", "per-group"]
-TestKind = Literal["all_reduce", "all_gather", "alltoall", "loopback", "loopback_nvswitch", "dcgm_diag", "training"]
+# "workload": a WorkloadRun without a measurement; its parser "exit" judges by the exit code alone.
+TestKind = Literal["all_reduce", "all_gather", "alltoall", "loopback", "loopback_nvswitch", "dcgm_diag", "training",
+                   "workload"]
 
 ADHOC_DOMAIN = "workloadrun"  # entries built from a WorkloadRun, not read from catalog/ (no such folder there)
 # Placeholders an entry's args and env may use; everything else in braces is an error at load time.
@@ -46,7 +48,7 @@ class CatalogEntry(BaseModel):
     framework: Framework
     test: TestKind
     scope: Scope
-    parser: Literal["nccl", "dcgm", "training"]
+    parser: Literal["nccl", "dcgm", "training", "exit"]
     image: str
     command: list[str]
     args: list[str]
@@ -55,6 +57,10 @@ class CatalogEntry(BaseModel):
     test_scales: list[str] = Field(alias="testScales")
     min_gpus: int | None = Field(None, alias="minGPUs")
     defaults: EntryDefaults = Field(default_factory=EntryDefaults)
+    # mpi framework: the launcher's mpirun and extra mpirun arguments after the platform's (WorkloadRun mpirunPath,
+    # mpiArgs); argv elements, never a shell line
+    mpirun: str = "mpirun"
+    mpi_args: list[str] = Field(default_factory=list, alias="mpiArgs")
 
     @property
     def key(self) -> str:

@@ -118,6 +118,10 @@ def parse_certification(text: str, source: str = "<certification>") -> Certifica
     data = parse_yaml(text, source)
     if not isinstance(data, dict):
         raise InputError("a Certification must be a YAML mapping", source)
+    if data.get("kind") == "WorkloadRun":  # one workload without the catalog: a one-category Certification
+        from nvcre_hera.workloadrun.convert import workloadrun_certification
+
+        return workloadrun_certification(data, source)
     try:
         cert = Certification.model_validate(data)
     except ValidationError as exc:
@@ -192,7 +196,7 @@ def _threshold_problem(metric: str, expr: str) -> str | None:
     return None
 
 
-def _check_thresholds(thresholds: dict[str, str], entry: CatalogEntry, where: str) -> None:
+def check_thresholds(thresholds: dict[str, str], entry: CatalogEntry, where: str) -> None:
     for metric, expr in thresholds.items():
         if metric not in entry.metrics:
             raise InputError(f"{entry.key} does not produce metric {metric!r} (it produces: "
@@ -226,7 +230,7 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
             raise InputError(f"{entry.key} does not support testScale {own['testScale']} (supported: "
                              f"{', '.join(entry.test_scales)})", f"{where}.testScale")
         if "thresholds" in own:
-            _check_thresholds(own["thresholds"], entry, f"{where}.thresholds")
+            check_thresholds(own["thresholds"], entry, f"{where}.thresholds")
             thresholds = own["thresholds"]
         else:  # a global threshold applies to every category that produces its metric
             thresholds = {m: e for m, e in global_thresholds.items() if m in entry.metrics}
@@ -255,6 +259,7 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
 __all__ = [
     "OPTION_DEFAULTS",
     "ResolvedCategory",
+    "check_thresholds",
     "effective_test_scale",
     "from_validation_error",
     "global_options",

@@ -29,6 +29,7 @@ NCCL_TESTS = frozenset({"all_reduce", "all_gather", "alltoall", "loopback", "loo
 NETWORK_NAMES = {"efa": "AWS Libfabric", "tcpxo": "FasTrak", "ib": "IB", "roce": "IB"}
 LOTTERY_SIGMA = 0.005  # per-node static offset ("silicon lottery", §4.6)
 STALL_CHECKS_MAX = 300
+WORKLOAD_S = 120.0  # simulated run time of a measurement-less WorkloadRun (stand-in: no workload model)
 DEPENDENCY_KINDS = frozenset({"TrainingRuntime"})  # created before a job, deleted after it; never run
 
 
@@ -204,7 +205,7 @@ class SimCluster:
         nodes = list(ts.get("nodes") or [])
         test = ts.get("test", "")
         unknown = [n for n in nodes if n not in self._gpus]
-        if not nodes or unknown or test not in NCCL_TESTS | {"dcgm_diag", "training"}:
+        if not nodes or unknown or test not in NCCL_TESTS | {"dcgm_diag", "training", "workload"}:
             # Pods that can never be scheduled (or a workload the simulator does not know): nothing ever happens.
             return SimJob(name, labels, ts, self.clock, [], math.inf, None, "unschedulable-pods")
         faults = active_faults(list(self.body.faults), nodes, rng)
@@ -216,6 +217,13 @@ class SimCluster:
         job = SimJob(name, labels, ts, self.clock, [], 0.0, None, failure)
         if test in NCCL_TESTS:
             self._plan_nccl(job, rng, test, nodes, gpn, arch, faults, culprit, (sched + launch, init))
+        elif test == "workload":
+            # A WorkloadRun without a measurement: only its exit code is judged, so only crash and hang matter.
+            job.failure = failure if failure in ("crash", "hang") else None
+            t_end = sched + launch + WORKLOAD_S * rng.uniform(0.9, 1.1)
+            job.end = math.inf if job.failure == "hang" else t_end
+            job.lines = [] if job.failure == "hang" else [(t_end, "workload exited with an error" if job.failure
+                                                           else "workload finished")]
         elif test == "dcgm_diag":
             dcgm_failure = failure if failure in ("crash", "hang") else None
             found = faults.dcgm.get(nodes[0], [])

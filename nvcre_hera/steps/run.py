@@ -29,6 +29,8 @@ MEASUREMENT_POLL_S = 10.0
 
 
 def _parse(entry: CatalogEntry, text: str) -> dict[str, Any]:
+    if entry.parser == "exit":
+        return {}
     if entry.parser == "nccl":
         from nvcre_hera.parsers.nccl import parse_nccl
 
@@ -49,6 +51,8 @@ def _log_reasons(entry: CatalogEntry, parsed: dict, platform: str, options: dict
         return reason_rules.nccl_reasons(parsed, fabric, bool(options.get("transportCheck", True)))
     if entry.parser == "dcgm":
         return reason_rules.dcgm_reasons(parsed)
+    if entry.parser == "exit":  # the job's own outcome is the whole verdict (see _outcome_reasons)
+        return []
     return reason_rules.training_reasons(parsed)
 
 
@@ -98,7 +102,8 @@ def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: 
     parsed = _parse(entry, text)
     sleep = getattr(cluster, "sleep", None)  # the simulator's logs are complete at once; real logs may lag
     deadline = cluster.now() + wait_s
-    while sleep and not reason_rules.metrics_from(entry.parser, parsed) and cluster.now() < deadline:
+    while sleep and entry.parser != "exit" and not reason_rules.metrics_from(entry.parser, parsed) \
+            and cluster.now() < deadline:
         sleep(MEASUREMENT_POLL_S)
         text = cluster.job_log(name)
         parsed = _parse(entry, text)
