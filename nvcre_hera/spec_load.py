@@ -119,15 +119,30 @@ def parse_certification(text: str, source: str = "<certification>") -> Certifica
     if not isinstance(data, dict):
         raise InputError("a Certification must be a YAML mapping", source)
     if data.get("kind") == "WorkloadRun":  # one workload without the catalog: a one-category Certification
-        from nvcre_hera.workloadrun.convert import workloadrun_certification
-
-        return workloadrun_certification(data, source)
+        return _workloadrun(data, source)
     try:
         cert = Certification.model_validate(data)
     except ValidationError as exc:
         raise from_validation_error(exc, source) from None
     # Cross-field checks run at load time, so `validate` and `compile` catch them; the result is kept.
     cert._resolved = resolve_categories(cert, source)
+    return cert
+
+
+def _workloadrun(data: dict, source: str) -> Certification:
+    """A WorkloadRun (docs/workloadrun.md) with its one category resolved, like a Certification's."""
+    from nvcre_hera.workloadrun import convert  # only WorkloadRun files pay for it
+    from nvcre_hera.workloadrun.model import WorkloadRun
+
+    try:
+        run = WorkloadRun.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, source) from None
+    entry = convert.workload_entry(run, source)
+    options = {**OPTION_DEFAULTS, **convert.workload_options(run.spec, entry)}
+    check_thresholds(options["thresholds"], entry, f"{source}: spec.thresholds")
+    cert = convert.workload_certification(run)
+    cert._resolved = [ResolvedCategory(index=0, entry=entry, options=options)]
     return cert
 
 

@@ -224,7 +224,7 @@ def test_trainjob_rbac_is_an_optional_component() -> None:
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (for its kustomize) is not installed")
-def test_trainjob_component_builds_with_kustomize(tmp_path: Path) -> None:
+def test_trainjob_component_builds_with_kustomize() -> None:
     overlay = ROOT / ".pytest-overlay-trainjob"  # kustomize wants a relative path, outside the base folder
     overlay.mkdir(exist_ok=True)
     try:

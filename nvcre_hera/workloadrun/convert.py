@@ -12,12 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
 from nvcre_hera.api import Certification
 from nvcre_hera.catalog import ADHOC_DOMAIN, CatalogEntry
 from nvcre_hera.errors import InputError
-from nvcre_hera.spec_load import OPTION_DEFAULTS, ResolvedCategory, check_thresholds, from_validation_error
 from nvcre_hera.workloadrun.model import WorkloadRun, WorkloadRunSpec
 
 DEFAULT_TARGET = {"nodeSelector": {"nvidia.com/gpu.present": "true"}}  # workloadrun_types.go: target omitted
@@ -109,7 +106,8 @@ def workload_entry(run: WorkloadRun, source: str = "<workloadrun>") -> CatalogEn
     })
 
 
-def workload_options(spec: WorkloadRunSpec, entry: CatalogEntry, source: str) -> dict[str, Any]:
+def workload_options(spec: WorkloadRunSpec, entry: CatalogEntry) -> dict[str, Any]:
+    """The category options the WorkloadRun sets (the loader adds the defaults and checks the thresholds)."""
     orch = spec.orchestration
     scale = (orch.test_scale if orch else None) or "full-scale"
     set_fields = {
@@ -122,23 +120,16 @@ def workload_options(spec: WorkloadRunSpec, entry: CatalogEntry, source: str) ->
         "resources": spec.resources.model_dump(exclude_none=True, mode="json") if spec.resources else None,
         "workloadMetadata": spec.workload_metadata.model_dump(mode="json") if spec.workload_metadata else None,
     }
-    options = {**OPTION_DEFAULTS, **{k: v for k, v in set_fields.items() if v is not None}}
-    options["enableMNNVL"] = spec.enable_mnnvl  # None: decided per architecture at run time (jobs.base)
-    thresholds = dict(spec.thresholds or {})
-    check_thresholds(thresholds, entry, f"{source}: spec.thresholds")
-    options["thresholds"] = thresholds
-    return options
+    return {**{k: v for k, v in set_fields.items() if v is not None},
+            "enableMNNVL": spec.enable_mnnvl,  # None: decided per architecture at run time (jobs.base)
+            "thresholds": dict(spec.thresholds or {})}
 
 
-def workloadrun_certification(data: dict, source: str = "<workloadrun>") -> Certification:
-    """A loaded WorkloadRun as the Certification the compiler and the local run take (categories resolved)."""
-    try:
-        run = WorkloadRun.model_validate(data)
-    except ValidationError as exc:
-        raise from_validation_error(exc, source) from None
-    entry = workload_entry(run, source)
+def workload_certification(run: WorkloadRun) -> Certification:
+    """The WorkloadRun as a Certification of one category `workloadrun/<name>` (its entry built by
+    `workload_entry`; the loader attaches the resolved category)."""
     spec = run.spec
-    cert = Certification.model_validate({
+    return Certification.model_validate({
         "apiVersion": run.api_version, "kind": "Certification",
         "metadata": run.metadata.model_dump(by_alias=True, exclude_defaults=True, mode="json"),
         "spec": {"target": spec.target.model_dump(by_alias=True, exclude_defaults=True, mode="json")
@@ -149,8 +140,6 @@ def workloadrun_certification(data: dict, source: str = "<workloadrun>") -> Cert
                  **({"orchestration": {"backend": spec.orchestration.backend}}
                     if spec.orchestration and spec.orchestration.backend else {})},
     })
-    cert._resolved = [ResolvedCategory(index=0, entry=entry, options=workload_options(spec, entry, source))]
-    return cert
 
 
-__all__ = ["workload_entry", "workload_options", "workloadrun_certification"]
+__all__ = ["workload_certification", "workload_entry", "workload_options"]

@@ -22,7 +22,9 @@ from nvcre_hera.api import (
     WorkloadMetadata,
     _Model,
 )
-from nvcre_hera.units import parse_duration
+
+# The Certification's own checks, reused (one rule, one place): durations, image references, NIC names, thresholds.
+_duration = CategoryOptions._duration.__func__  # type: ignore[attr-defined]
 
 
 class TorchFramework(_Model):
@@ -92,24 +94,14 @@ class WorkloadOrchestration(_Model):
     # nvcre-hera extension, as on a Certification (NVCRE itself always runs a TrainJob)
     backend: Literal["mpijob", "trainjob"] | None = None
 
-    @field_validator("timeout_per_job")
-    @classmethod
-    def _duration(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_duration(value)
-        return value
+    _timeout = field_validator("timeout_per_job")(_duration)
 
 
 class _Measurement(_Model):
     log_profile_ref: str = Field(alias="logProfileRef", min_length=1)
     sample_interval: str | None = Field(None, alias="sampleInterval")
 
-    @field_validator("sample_interval")
-    @classmethod
-    def _duration(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_duration(value)
-        return value
+    _interval = field_validator("sample_interval")(_duration)
 
 
 class BandwidthMeasurementConfig(_Measurement):
