@@ -214,9 +214,7 @@ class KubeCluster:
 
         def rank(pod: dict) -> tuple:
             pl = (pod.get("metadata") or {}).get("labels") or {}
-            # The MPI TrainJob's launcher before its workers; then a TrainJob/JobSet's first node.
-            return (pl.get(JOBSET_REPLICATED_JOB_LABEL) != "launcher",
-                    pl.get(JOBSET_REPLICATED_JOB_LABEL) not in ("launcher", "node"),
+            return (pl.get(JOBSET_REPLICATED_JOB_LABEL) not in ("launcher", "node"),
                     pl.get(COMPLETION_INDEX_LABEL, "0") != "0", (pod.get("metadata") or {}).get("name", ""))
         return min(mine, key=rank) if mine else None
 
