@@ -120,6 +120,8 @@ def parse_certification(text: str, source: str = "<certification>") -> Certifica
         raise InputError("a Certification must be a YAML mapping", source)
     if data.get("kind") == "WorkloadRun":  # one workload without the catalog: a one-category Certification
         return _workloadrun(data, source)
+    if "kind" in data and data["kind"] != "Certification":
+        raise InputError(f"{data['kind']!r} is neither Certification nor WorkloadRun", f"{source}: kind")
     try:
         cert = Certification.model_validate(data)
     except ValidationError as exc:

@@ -173,6 +173,7 @@ BAD = [
     (_with("spec.framework.mpi.mpiImplementation", "MPICH"), "spec.framework.mpi.mpiImplementation", "MPICH"),
     (_with("spec.nicResourceName", "kubernetes.io/ib"), "spec.nicResourceName", "reserved"),
     (_with("apiVersion", "cre.nvidia.com/v1alpha1"), "apiVersion", "cre.nvidia.com"),
+    (_with("kind", "WorkloadRunn"), "kind", "neither Certification nor WorkloadRun"),
 ]
 
 
