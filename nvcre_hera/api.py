@@ -283,6 +283,8 @@ class GangScheduler(_Model):
 
 class Orchestration(_Model):
     placement: Literal["Pinned", "Unpinned"] = "Pinned"
+    # nvcre-hera extension: which job object each test creates (docs/trainjob-backend.md).
+    backend: Literal["mpijob", "trainjob"] = "mpijob"
 
 
 class CertificationSpec(CategoryOptions):

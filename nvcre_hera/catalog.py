@@ -18,8 +18,11 @@ from nvcre_hera.errors import InputError
 
 Framework = Literal["mpi", "torch", "exec"]
 Scope = Literal["per-node", "per-group"]
-TestKind = Literal["all_reduce", "all_gather", "alltoall", "loopback", "loopback_nvswitch", "dcgm_diag", "training"]
+# "workload": a WorkloadRun without a measurement; its parser "exit" judges by the exit code alone.
+TestKind = Literal["all_reduce", "all_gather", "alltoall", "loopback", "loopback_nvswitch", "dcgm_diag", "training",
+                   "workload"]
 
+ADHOC_DOMAIN = "workloadrun"  # entries built from a WorkloadRun, not read from catalog/ (no such folder there)
 # Placeholders an entry's args and env may use; everything else in braces is an error at load time.
 PLACEHOLDERS = frozenset(
     {"minBytes", "maxBytes", "numIterations", "numCycles", "gpusPerNode", "numNodes", "maxSteps", "exitDurationMins",
@@ -45,7 +48,7 @@ class CatalogEntry(BaseModel):
     framework: Framework
     test: TestKind
     scope: Scope
-    parser: Literal["nccl", "dcgm", "training"]
+    parser: Literal["nccl", "dcgm", "training", "exit"]
     image: str
     command: list[str]
     args: list[str]
@@ -54,6 +57,10 @@ class CatalogEntry(BaseModel):
     test_scales: list[str] = Field(alias="testScales")
     min_gpus: int | None = Field(None, alias="minGPUs")
     defaults: EntryDefaults = Field(default_factory=EntryDefaults)
+    # mpi framework: the launcher's mpirun and extra mpirun arguments after the platform's (WorkloadRun mpirunPath,
+    # mpiArgs); argv elements, never a shell line
+    mpirun: str = "mpirun"
+    mpi_args: list[str] = Field(default_factory=list, alias="mpiArgs")
 
     @property
     def key(self) -> str:
@@ -106,6 +113,14 @@ def get_entry(domain: str, variant: str) -> CatalogEntry:
     return entries[key]
 
 
+def plan_entry(category: dict) -> CatalogEntry:
+    """The entry a compiled plan's category runs: a catalog entry by name, or an ad-hoc one (a WorkloadRun's,
+    domain `workloadrun`) that travels in the plan itself."""
+    if category.get("entry"):
+        return CatalogEntry.model_validate(category["entry"])
+    return get_entry(category["domain"], category["variant"])
+
+
 @functools.lru_cache(maxsize=1)
 def _gpu_table() -> dict:
     return _load_yaml((catalog_dir() / "_lib" / "gpu-defaults.yaml").read_text())
@@ -148,6 +163,7 @@ def platform_settings(platform: str) -> dict:
 
 
 __all__ = [
+    "ADHOC_DOMAIN",
     "CatalogEntry",
     "PLACEHOLDERS",
     "architecture_of",
@@ -157,5 +173,6 @@ __all__ = [
     "gpu_defaults",
     "load_catalog",
     "platform_settings",
+    "plan_entry",
     "platforms",
 ]

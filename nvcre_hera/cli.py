@@ -77,8 +77,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         for problem in report.problems:
             print(f"{args.cert}: {problem}", file=sys.stderr)
         return 1
-    print(f"{args.cert}: valid ({report.documents} documents checked against the Argo v4.1.2, MPIJob and JobSet "
-          f"CRDs (schemas and CEL rules), plus the Argo lint)")
+    print(f"{args.cert}: valid ({report.documents} documents checked against the Argo v4.1.2, MPIJob, JobSet and "
+          f"TrainJob CRDs (schemas and CEL rules), plus the Argo lint)")
     return 0
 
 

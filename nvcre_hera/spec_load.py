@@ -118,12 +118,33 @@ def parse_certification(text: str, source: str = "<certification>") -> Certifica
     data = parse_yaml(text, source)
     if not isinstance(data, dict):
         raise InputError("a Certification must be a YAML mapping", source)
+    if data.get("kind") == "WorkloadRun":  # one workload without the catalog: a one-category Certification
+        return _workloadrun(data, source)
+    if "kind" in data and data["kind"] != "Certification":
+        raise InputError(f"{data['kind']!r} is neither Certification nor WorkloadRun", f"{source}: kind")
     try:
         cert = Certification.model_validate(data)
     except ValidationError as exc:
         raise from_validation_error(exc, source) from None
     # Cross-field checks run at load time, so `validate` and `compile` catch them; the result is kept.
     cert._resolved = resolve_categories(cert, source)
+    return cert
+
+
+def _workloadrun(data: dict, source: str) -> Certification:
+    """A WorkloadRun (docs/workloadrun.md) with its one category resolved, like a Certification's."""
+    from nvcre_hera.workloadrun import convert  # only WorkloadRun files pay for it
+    from nvcre_hera.workloadrun.model import WorkloadRun
+
+    try:
+        run = WorkloadRun.model_validate(data)
+    except ValidationError as exc:
+        raise from_validation_error(exc, source) from None
+    entry = convert.workload_entry(run, source)
+    options = {**OPTION_DEFAULTS, **convert.workload_options(run.spec, entry)}
+    check_thresholds(options["thresholds"], entry, f"{source}: spec.thresholds")
+    cert = convert.workload_certification(run)
+    cert._resolved = [ResolvedCategory(index=0, entry=entry, options=options)]
     return cert
 
 
@@ -192,7 +213,7 @@ def _threshold_problem(metric: str, expr: str) -> str | None:
     return None
 
 
-def _check_thresholds(thresholds: dict[str, str], entry: CatalogEntry, where: str) -> None:
+def check_thresholds(thresholds: dict[str, str], entry: CatalogEntry, where: str) -> None:
     for metric, expr in thresholds.items():
         if metric not in entry.metrics:
             raise InputError(f"{entry.key} does not produce metric {metric!r} (it produces: "
@@ -226,7 +247,7 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
             raise InputError(f"{entry.key} does not support testScale {own['testScale']} (supported: "
                              f"{', '.join(entry.test_scales)})", f"{where}.testScale")
         if "thresholds" in own:
-            _check_thresholds(own["thresholds"], entry, f"{where}.thresholds")
+            check_thresholds(own["thresholds"], entry, f"{where}.thresholds")
             thresholds = own["thresholds"]
         else:  # a global threshold applies to every category that produces its metric
             thresholds = {m: e for m, e in global_thresholds.items() if m in entry.metrics}
@@ -255,6 +276,7 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
 __all__ = [
     "OPTION_DEFAULTS",
     "ResolvedCategory",
+    "check_thresholds",
     "effective_test_scale",
     "from_validation_error",
     "global_options",

@@ -206,3 +206,53 @@ def test_job_phase_per_kind():
     assert job_phase("JobSet", {"status": {"terminalState": "Failed"}}) == "Failed"
     assert job_phase("TrainJob", {"status": {"conditions": [{"type": "Complete", "status": "True"}]}}) == "Succeeded"
     assert job_phase("TrainJob", {}) is None
+
+
+@pytest.mark.asyncio
+async def test_trainjob_and_its_runtime_are_created_listed_and_deleted(kmock):
+    """The trainjob backend's two objects go through the same create/list/delete; the launcher pod of an MPI
+    TrainJob (JobSet replicated job `launcher`) is the one whose log is read, not node 0's."""
+    kmock[f"get /api/v1/namespaces/{NS}/pods/tj-launcher-0-0-x/log"] << kmock.headers(
+        {"Content-Type": "text/plain"}) << b"launcher says hi\n"
+    labels = {"nvcre-hera.dev/workflow": "w1"}
+
+    def go():
+        cluster = _cluster(kmock)
+        core = client.CoreV1Api(_api(kmock))
+        cluster.create_job({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainingRuntime",
+                            "metadata": {"name": "tj-runtime", "namespace": NS, "labels": labels}, "spec": {}})
+        cluster.create_job({"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+                            "metadata": {"name": "tj", "namespace": NS, "labels": labels}, "spec": {}})
+        for pod, rjob in (("tj-node-0-0-x", "node"), ("tj-launcher-0-0-x", "launcher")):
+            core.create_namespaced_pod(NS, {"metadata": {"name": pod, "labels": {
+                "jobset.sigs.k8s.io/jobset-name": "tj", "jobset.sigs.k8s.io/replicatedjob-name": rjob,
+                "batch.kubernetes.io/job-completion-index": "0"}}, "spec": {"containers": [{"name": "node",
+                                                                                             "image": "i"}]}})
+        listed = cluster.list_jobs(labels)
+        log = cluster.job_log("tj")
+        deleted = cluster.delete_job("tj"), cluster.delete_job("tj-runtime")
+        return listed, log, deleted, cluster.list_jobs(labels)
+    listed, log, deleted, after = await asyncio.to_thread(go)
+    assert listed == ["tj", "tj-runtime"] and log == "launcher says hi\n"
+    assert deleted == (True, True) and after == []
+
+
+@pytest.mark.asyncio
+async def test_cleanup_lists_only_the_kinds_it_is_given_and_a_403_is_an_error(kmock):
+    """Without the optional TrainJob RBAC the API answers 403 for trainjobs. Cleanup lists only the kinds the
+    workflow can create (compile passes them), so it never asks; and a 403 it does get is an error, never
+    "nothing there": a listing it may not make says nothing about what is left behind (fail closed)."""
+    forbidden = Response(status=403, payload={"kind": "Status", "code": 403, "reason": "Forbidden"})
+    for plural in ("trainjobs", "trainingruntimes"):
+        kmock["list", kmock.resource("trainer.kubeflow.org", "v1alpha1", plural)] << (lambda: forbidden)
+
+    def go():
+        cluster = _cluster(kmock)
+        cluster.create_job(_mpijob("job-a", {"nvcre-hera.dev/workflow": "w1"}))
+        listed = cluster.list_jobs({"nvcre-hera.dev/workflow": "w1"}, ["MPIJob", "JobSet"])
+        try:
+            cluster.list_jobs({"nvcre-hera.dev/workflow": "w1"})
+        except ApiException as err:
+            return listed, err.status
+        return listed, None
+    assert await asyncio.to_thread(go) == (["job-a"], 403)

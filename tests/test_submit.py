@@ -157,3 +157,15 @@ def test_argo_connection(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], i
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     assert argo_connection(insecure) == expected
+
+
+def test_submit_a_workloadrun(argo_env: FakeArgo, capsys: pytest.CaptureFixture[str]) -> None:
+    """NVIDIA's WorkloadRun example is submitted as the Workflow `nvcre compile` prints for it."""
+    wr = EXAMPLE.parent / "workloadruns" / "nccl-all-reduce.yaml"
+    code = main(["submit", str(wr), "--step-image", "img:1"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    doc = argo_env.requests[0][2]["workflow"]
+    assert doc == compile_certification(load_certification(wr), CompileOptions(namespace="gpu-cert",
+                                                                               step_image="img:1"))
+    assert out.startswith("submitted Workflow gpu-cert/nccl-all-reduce-")

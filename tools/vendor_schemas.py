@@ -22,6 +22,9 @@ CRDS = {
     "mpijob": "mpi-operator-v0.8.0-mpijobs.crd.yaml",
     "jobset": "jobset-v0.12.0-jobsets.crd.yaml",
     "trainjob": "kubeflow-trainer-v2.3.0-trainjobs.crd.yaml",
+    # Also checks namespaced TrainingRuntimes: the two CRDs' schemas differ only in two description strings
+    # (kubeflow/trainer v2.3.0 manifests/base/crds/, see docs/trainjob-backend.md).
+    "clustertrainingruntime": "kubeflow-trainer-v2.3.0-clustertrainingruntimes.crd.yaml",
 }
 
 

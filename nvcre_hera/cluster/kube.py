@@ -22,6 +22,8 @@ JOB_KINDS: dict[str, tuple[str, str, str]] = {
     "MPIJob": ("kubeflow.org", "v2beta1", "mpijobs"),
     "TrainJob": ("trainer.kubeflow.org", "v1alpha1", "trainjobs"),
     "JobSet": ("jobset.x-k8s.io", "v1alpha2", "jobsets"),
+    # Not a job: the per-test runtime a TrainJob references. Listed so create, delete and cleanup handle it alike.
+    "TrainingRuntime": ("trainer.kubeflow.org", "v1alpha1", "trainingruntimes"),
 }
 MPIJOB_NAME_LABEL = "training.kubeflow.org/job-name"
 MPIJOB_ROLE_LABEL = "training.kubeflow.org/job-role"

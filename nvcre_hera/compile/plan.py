@@ -13,6 +13,7 @@ from typing import Any
 
 from nvcre_hera import __version__
 from nvcre_hera.api import Certification
+from nvcre_hera.catalog import ADHOC_DOMAIN
 from nvcre_hera.spec_load import ResolvedCategory
 
 DEFAULT_STEP_IMAGE = f"ghcr.io/nvcre-hera/nvcre-step:{__version__}"
@@ -52,12 +53,17 @@ def workflow_plan(cert: Certification, categories: list[ResolvedCategory], opts:
         "name": cert.metadata.name,
         "target": spec.target.model_dump(by_alias=True, exclude_defaults=True, mode="json"),
         "categories": [
-            {"index": c.index, "domain": c.entry.domain, "variant": c.entry.variant, "options": c.options}
+            {"index": c.index, "domain": c.entry.domain, "variant": c.entry.variant, "options": c.options,
+             # an entry from outside the catalog (a WorkloadRun's) travels whole; catalog ones by name
+             **({"entry": c.entry.model_dump(by_alias=True, mode="json")} if c.entry.domain == ADHOC_DOMAIN else {})}
             for c in categories
         ],
         "gangScheduler": gang.model_dump(by_alias=True, mode="json") if gang else None,
         "priorityClassName": spec.priority_class_name,
         "placement": spec.orchestration.placement if spec.orchestration else "Pinned",
+        # only when not the default, so plans (and golden files) of MPIJob certifications stay as they were
+        **({"backend": spec.orchestration.backend} if spec.orchestration and spec.orchestration.backend != "mpijob"
+           else {}),
     }
 
 

@@ -54,9 +54,11 @@ def _diagnose(cat: ResolvedCategory) -> bool:
     return cat.options["testScale"] == "diagnose"
 
 
-def job_kinds(categories: list[ResolvedCategory]) -> list[str]:
-    """The job kinds the tests can create: cleanup lists only these (the Role grants `list` on these alone)."""
-    return sorted({backend_for(c.entry).kind for c in categories})
+def job_kinds(categories: list[ResolvedCategory], backend: str | None) -> list[str]:
+    """The kinds of object the tests can create (jobs and what they depend on): cleanup lists only these, because
+    the Role grants `list` on these alone (the TrainJob RBAC is an optional component)."""
+    kinds = {backend_for(c.entry, backend).kind for c in categories}
+    return sorted(kinds | ({"TrainingRuntime"} if "TrainJob" in kinds else set()))
 
 
 def workflow_deadline_s(categories: list[ResolvedCategory], max_nodes: int) -> int:
@@ -148,6 +150,7 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
     else:
         holder = Workflow(generate_name=f"{name}-", **meta, **spec)
 
+    backend = cert.spec.orchestration.backend if cert.spec.orchestration else None
     with holder:
         image = opts.step_image
         discover = _step(
@@ -172,7 +175,7 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
         )
         _step("cleanup", image,
               ["cleanup", "--workflow-name", "{{workflow.name}}", "--namespace", "{{workflow.namespace}}",
-               "--status", "{{workflow.status}}", "--kinds", ",".join(job_kinds(categories))],
+               "--status", "{{workflow.status}}", "--kinds", ",".join(job_kinds(categories, backend))],
               retry_strategy=RetryStrategy(limit=3, retry_policy="OnError"))
 
         with DAG(name="certify"):

@@ -25,6 +25,7 @@ CATEGORY_LABEL = "nvcre-hera.dev/category"
 DIAGNOSE_BYTES = 4 << 30
 DIAGNOSE_ITERATIONS = 20
 GROUP_LABEL = "nvcre-hera.dev/group"
+MNNVL_AUTO_ARCHS = ("gb200", "gb300")  # NVCRE workloadrun_types.go: enableMNNVL nil = on for GB200/GB300
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class JobPlan:
     resources: dict[str, Any] | None = None
     rdma_device_access: str = "devicePlugin"
     context: JobContext | None = None
+    mpirun: str = "mpirun"
 
 
 class JobBackend(Protocol):
@@ -104,6 +106,9 @@ def plan_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], 
         max_bytes = min_bytes = min(max_bytes, DIAGNOSE_BYTES)
         iterations, cycles = min(iterations, DIAGNOSE_ITERATIONS), 1
     nodes = list(group["nodes"])
+    # unset (a WorkloadRun without enableMNNVL): on for the NVLink-domain architectures, as NVCRE does
+    mnnvl = options.get("enableMNNVL")
+    mnnvl = (ctx.gpu or "") in MNNVL_AUTO_ARCHS if mnnvl is None else bool(mnnvl)
     tp = min(gpus, 8) if entry.domain == "training" else 1
     values = {
         "minBytes": str(min_bytes),
@@ -114,7 +119,7 @@ def plan_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], 
         "numNodes": str(len(nodes)),
         "maxSteps": str(options.get("maxSteps", 50)),
         "exitDurationMins": str(options.get("exitDurationMins", 30)),
-        "enableMNNVL": "1" if options.get("enableMNNVL") else "0",
+        "enableMNNVL": "1" if mnnvl else "0",
         "tensorParallel": str(tp),
         "globalBatchSize": str(max(1, len(nodes) * gpus // tp) * 8),
     }
@@ -134,7 +139,7 @@ def plan_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], 
     test_spec = {
         "category": entry.key, "test": entry.test, "group": group["id"], "nodes": nodes, "gpusPerNode": gpus,
         "minBytes": min_bytes, "maxBytes": max_bytes, "numIterations": int(values["numIterations"]), "numCycles": int(values["numCycles"]),
-        "maxSteps": int(values["maxSteps"]), "enableMNNVL": bool(options.get("enableMNNVL")), "repeat": repeat,
+        "maxSteps": int(values["maxSteps"]), "enableMNNVL": mnnvl, "repeat": repeat,
     }
     owner = {"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow", "name": ctx.workflow_name,
              "uid": ctx.workflow_uid}
@@ -144,25 +149,13 @@ def plan_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], 
         max_bytes=max_bytes, timeout_s=parse_duration(str(options.get("timeoutPerJob") or "1h")),
         image=options.get("image") or entry.image,
         argv=[_fill(a, values) for a in [*entry.command, *entry.args]],
-        env=env, mpi_args=list(plat.get("mpiArgs") or []), labels=labels,
+        env=env, mpi_args=[*(plat.get("mpiArgs") or []), *entry.mpi_args], labels=labels,
         annotations={TEST_SPEC_ANNOTATION: json.dumps(test_spec, separators=(",", ":"))},
         owner_references=[owner], image_pull_secrets=list(options.get("imagePullSecrets") or []),
         source_repo=options.get("sourceRepo") if entry.framework == "torch" else None,
         resources=options.get("resources"), rdma_device_access=options.get("rdmaDeviceAccess") or "devicePlugin",
-        context=ctx,
+        context=ctx, mpirun=entry.mpirun,
     )
-
-
-def backend_for(entry: CatalogEntry) -> JobBackend:
-    from nvcre_hera.jobs.jobset import JobSetBackend
-    from nvcre_hera.jobs.mpijob import MPIJobBackend
-
-    return JobSetBackend() if entry.framework == "exec" else MPIJobBackend()
-
-
-def render_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], group: dict, repeat: int,
-               ctx: JobContext) -> dict:
-    return backend_for(entry).manifest(plan_job(entry, category_index, options, group, repeat, ctx))
 
 
 def pod_placement(plan: JobPlan) -> dict:
@@ -201,12 +194,10 @@ __all__ = [
     "JobBackend",
     "JobContext",
     "JobPlan",
-    "backend_for",
     "env_list",
     "job_name",
     "metadata",
     "node_affinity",
     "plan_job",
     "pod_placement",
-    "render_job",
 ]

@@ -46,7 +46,7 @@ class MPIJobBackend:
             ranks, mapping = n * plan.gpus_per_node, ["--map-by", f"ppr:{plan.gpus_per_node}:node"]
         exports = [arg for key in sorted(env) for arg in ("-x", key)]
         argv, checkout, workspace = source_checkout(plan)
-        launcher_cmd = ["mpirun", "--allow-run-as-root", "-np", str(ranks), *mapping, "--bind-to", "none",
+        launcher_cmd = [plan.mpirun, "--allow-run-as-root", "-np", str(ranks), *mapping, "--bind-to", "none",
                         *plan.mpi_args, *exports, *argv]
         placement = pod_placement(plan)
         limits: dict[str, str] = {"nvidia.com/gpu": str(plan.gpus_per_node)}

@@ -122,6 +122,8 @@ _METRICS = {
 
 def metrics_from(kind: str, result: dict[str, Any]) -> dict[str, float]:
     """The threshold metrics a parsed result yields; absent or null values are left out (the judge fails closed)."""
+    if kind == "exit":  # judged by the exit code alone: no metrics
+        return {}
     if kind == "dcgm":
         status = result.get("status")
         return {"dcgmPassed": 1.0 if status == "pass" else 0.0} if status in ("pass", "fail") else {}

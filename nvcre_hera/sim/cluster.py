@@ -29,6 +29,8 @@ NCCL_TESTS = frozenset({"all_reduce", "all_gather", "alltoall", "loopback", "loo
 NETWORK_NAMES = {"efa": "AWS Libfabric", "tcpxo": "FasTrak", "ib": "IB", "roce": "IB"}
 LOTTERY_SIGMA = 0.005  # per-node static offset ("silicon lottery", §4.6)
 STALL_CHECKS_MAX = 300
+WORKLOAD_S = 120.0  # simulated run time of a measurement-less WorkloadRun (stand-in: no workload model)
+DEPENDENCY_KINDS = frozenset({"TrainingRuntime"})  # created before a job, deleted after it; never run
 
 
 STEP_STALL_S = 86_400.0
@@ -80,6 +82,8 @@ class SimCluster:
         self._offsets = {name: max(-3 * LOTTERY_SIGMA, min(3 * LOTTERY_SIGMA, random.Random(
             _seed(self.body.seed, "lottery", name)).gauss(0.0, LOTTERY_SIGMA))) for name in self._gpus}
         self._jobs: dict[str, SimJob] = {}
+        # Objects a job depends on (a TrainJob's TrainingRuntime): name -> labels, while they exist.
+        self._dependencies: dict[str, dict[str, str]] = {}
 
     @classmethod
     def from_spec(cls, spec: SimulatedClusterSpec) -> SimCluster:
@@ -110,6 +114,17 @@ class SimCluster:
         name = meta.get("name")
         if not name:
             raise ValueError("job manifest has no metadata.name")
+        if manifest.get("kind") in DEPENDENCY_KINDS:
+            if name in self._dependencies:
+                raise ValueError(f"{manifest['kind']} {name} already exists")
+            self._dependencies[name] = dict(meta.get("labels") or {})
+            return name
+        if manifest.get("kind") == "TrainJob":
+            # Stand-in for Kubeflow Trainer: without its runtime a TrainJob never gets a JobSet, so refuse it here
+            # rather than simulate a run no cluster would do.
+            ref = ((manifest.get("spec") or {}).get("runtimeRef") or {}).get("name")
+            if ref not in self._dependencies:
+                raise ValueError(f"TrainJob {name}: runtimeRef.name {ref!r} names no existing TrainingRuntime")
         raw = (meta.get("annotations") or {}).get(TEST_SPEC_ANNOTATION)
         if raw is None:
             raise ValueError(f"job {name}: no {TEST_SPEC_ANNOTATION} annotation; the simulator cannot tell what it runs")
@@ -175,6 +190,8 @@ class SimCluster:
         return render(job.lines, until)
 
     def delete_job(self, name: str) -> bool:
+        if self._dependencies.pop(name, None) is not None:
+            return True
         job = self._jobs.get(name)
         if job is None or job.deleted:
             return False
@@ -183,12 +200,14 @@ class SimCluster:
         return True
 
     def list_jobs(self, labels: dict[str, str], kinds: list[str] | None = None) -> list[str]:
-        return sorted(n for n, j in self._jobs.items()
-                      if not j.deleted and (kinds is None or j.kind in kinds)
-                      and all(j.labels.get(k) == v for k, v in labels.items()))
+        live = [(n, j.kind, j.labels) for n, j in self._jobs.items() if not j.deleted] + \
+            [(n, "TrainingRuntime", have) for n, have in self._dependencies.items()]
+        return sorted(n for n, kind, have in live
+                      if (kinds is None or kind in kinds) and all(have.get(k) == v for k, v in labels.items()))
 
     def jobs_alive(self) -> int:
-        return sum(not j.deleted for j in self._jobs.values())
+        """Job objects and their dependencies that still exist (what a run would leave behind)."""
+        return sum(not j.deleted for j in self._jobs.values()) + len(self._dependencies)
 
     def job_values(self, name: str) -> dict:
         """What the simulator decided a job measured (for tests and benchmarks; no real cluster has this)."""
@@ -206,7 +225,7 @@ class SimCluster:
         nodes = list(ts.get("nodes") or [])
         test = ts.get("test", "")
         unknown = [n for n in nodes if n not in self._gpus]
-        if not nodes or unknown or test not in NCCL_TESTS | {"dcgm_diag", "training"}:
+        if not nodes or unknown or test not in NCCL_TESTS | {"dcgm_diag", "training", "workload"}:
             # Pods that can never be scheduled (or a workload the simulator does not know): nothing ever happens.
             return SimJob(name, labels, ts, self.clock, [], math.inf, None, "unschedulable-pods")
         faults = active_faults(list(self.body.faults), nodes, rng)
@@ -218,6 +237,13 @@ class SimCluster:
         job = SimJob(name, labels, ts, self.clock, [], 0.0, None, failure)
         if test in NCCL_TESTS:
             self._plan_nccl(job, rng, test, nodes, gpn, arch, faults, culprit, (sched + launch, init))
+        elif test == "workload":
+            # A WorkloadRun without a measurement: only its exit code is judged, so only crash and hang matter.
+            job.failure = failure if failure in ("crash", "hang") else None
+            t_end = sched + launch + WORKLOAD_S * rng.uniform(0.9, 1.1)
+            job.end = math.inf if job.failure == "hang" else t_end
+            job.lines = [] if job.failure == "hang" else [(t_end, "workload exited with an error" if job.failure
+                                                           else "workload finished")]
         elif test == "dcgm_diag":
             dcgm_failure = failure if failure in ("crash", "hang") else None
             found = faults.dcgm.get(nodes[0], [])

@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workflow-name", required=True)
     p.add_argument("--namespace", required=True)
     p.add_argument("--status", default="Unknown")
-    p.add_argument("--kinds", default="MPIJob,JobSet,TrainJob",
+    p.add_argument("--kinds", default="MPIJob,JobSet,TrainJob,TrainingRuntime",
                    help="job kinds the workflow can create (cleanup lists only these: RBAC grants only these)")
     p.add_argument("--out", default="/tmp/nvcre")
     return parser

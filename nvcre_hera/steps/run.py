@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from nvcre_hera.catalog import CatalogEntry, get_entry, platform_settings
+from nvcre_hera.catalog import CatalogEntry, plan_entry, platform_settings
 from nvcre_hera.cluster.base import Cluster, JobOutcome
-from nvcre_hera.jobs import JobContext, plan_job
-from nvcre_hera.jobs.base import backend_for
+from nvcre_hera.jobs import JobContext, backend_for, job_objects, plan_job
 from nvcre_hera.diagnose.nodesets import to_nodes
 from nvcre_hera.nodeindex import resolve
 from nvcre_hera.parsers import reasons as reason_rules
@@ -30,6 +29,8 @@ MEASUREMENT_POLL_S = 10.0
 
 
 def _parse(entry: CatalogEntry, text: str) -> dict[str, Any]:
+    if entry.parser == "exit":
+        return {}
     if entry.parser == "nccl":
         from nvcre_hera.parsers.nccl import parse_nccl
 
@@ -50,6 +51,8 @@ def _log_reasons(entry: CatalogEntry, parsed: dict, platform: str, options: dict
         return reason_rules.nccl_reasons(parsed, fabric, bool(options.get("transportCheck", True)))
     if entry.parser == "dcgm":
         return reason_rules.dcgm_reasons(parsed)
+    if entry.parser == "exit":  # the job's own outcome is the whole verdict (see _outcome_reasons)
+        return []
     return reason_rules.training_reasons(parsed)
 
 
@@ -99,7 +102,8 @@ def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: 
     parsed = _parse(entry, text)
     sleep = getattr(cluster, "sleep", None)  # the simulator's logs are complete at once; real logs may lag
     deadline = cluster.now() + wait_s
-    while sleep and not reason_rules.metrics_from(entry.parser, parsed) and cluster.now() < deadline:
+    while sleep and entry.parser != "exit" and not reason_rules.metrics_from(entry.parser, parsed) \
+            and cluster.now() < deadline:
         sleep(MEASUREMENT_POLL_S)
         text = cluster.job_log(name)
         parsed = _parse(entry, text)
@@ -114,14 +118,16 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         indices = to_nodes(group["ranges"]) if "ranges" in group else list(group["nodes"])
         names = resolve(indices, setup, cluster.list_nodes())
         group = {"id": str(group["id"]), "nodes": names}
-    entry = get_entry(cat["domain"], cat["variant"])
+    entry = plan_entry(cat)
     options = cat["options"]
-    backend = backend_for(entry)
+    backend = backend_for(entry, plan.get("backend"))
     results = []
     for repeat in range(int(options.get("repeatCount") or 1)):
         job = plan_job(entry, category_index, options, group, repeat, ctx)
         started = cluster.now()
-        name = cluster.create_job(backend.manifest(job))
+        objects = job_objects(backend, job)
+        dependencies = [cluster.create_job(obj) for obj in objects[:-1]]  # e.g. a TrainJob's TrainingRuntime
+        name = cluster.create_job(objects[-1])
         log(f"run: {entry.key} group {group['id']} ({len(job.nodes)} node(s)) repeat {repeat}: created "
             f"{backend.kind} {name}")
         outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
@@ -129,6 +135,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
         reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
         deleted = cluster.delete_job(name)
+        for dep in reversed(dependencies):
+            deleted = cluster.delete_job(dep) and deleted
         metrics = reason_rules.metrics_from(entry.parser, parsed)
         status = "failed" if reasons else "ok"
         results.append({

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from nvcre_hera.catalog import get_entry
+from nvcre_hera.catalog import plan_entry
 from nvcre_hera.judge import judge
 from nvcre_hera.report.card import describe_evidence, render_card
 from nvcre_hera.steps.io import Outputs, flatten_runs
@@ -47,7 +47,7 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
     by_index = {c["index"]: c for c in summary.get("categories") or []}
     categories = []
     for cat in plan["categories"]:
-        entry = get_entry(cat["domain"], cat["variant"])
+        entry = plan_entry(cat)
         disc = by_index.get(cat["index"], {})
         thresholds = cat["options"].get("thresholds") or {}
         verdict = None

@@ -29,10 +29,11 @@ def check_document(doc: dict) -> list[str]:
 
 def sample_job_manifests(cert: Certification, namespace: str = "nvcre"):
     """(label, manifest) for each category × platform × a sample of architectures, on a two-node group."""
-    from nvcre_hera.jobs import JobContext, render_job
+    from nvcre_hera.jobs import JobContext, render_objects
     from nvcre_hera.spec_load import resolve_categories
 
     gang = cert.spec.gang_scheduler
+    backend = cert.spec.orchestration.backend if cert.spec.orchestration else None
     for cat in resolve_categories(cert):
         for platform in platforms():
             for gpu in (gpu_architectures()[0], "gb300"):
@@ -40,8 +41,9 @@ def sample_job_manifests(cert: Certification, namespace: str = "nvcre"):
                                  gang.scheduler_name if gang else None, gang.queue if gang else None,
                                  gang.queue_label_key if gang else None, cert.spec.priority_class_name)
                 nodes = ["node-a"] if cat.entry.scope == "per-node" else ["node-a", "node-b"]
-                yield (f"{cat.key} on {platform}/{gpu}",
-                       render_job(cat.entry, cat.index, cat.options, {"id": "g0", "nodes": nodes}, 0, ctx))
+                for obj in render_objects(cat.entry, cat.index, cat.options, {"id": "g0", "nodes": nodes}, 0, ctx,
+                                          backend):
+                    yield f"{cat.key} on {platform}/{gpu}", obj
 
 
 def check_certification(cert: Certification, opts: CompileOptions) -> CheckReport:

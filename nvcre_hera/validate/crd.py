@@ -22,6 +22,9 @@ KIND_TO_SCHEMA = {
     "MPIJob": "mpijob",
     "JobSet": "jobset",
     "TrainJob": "trainjob",
+    "ClusterTrainingRuntime": "clustertrainingruntime",
+    # Same schema as ClusterTrainingRuntime (one Go type, TrainingRuntimeSpec; docs/trainjob-backend.md).
+    "TrainingRuntime": "clustertrainingruntime",
 }
 _SUBSCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
 
@@ -70,7 +73,7 @@ def crd_errors(doc: dict) -> list[str]:
     kind = doc.get("kind")
     if kind not in KIND_TO_SCHEMA:
         return [f"kind: {kind!r} has no vendored CRD (known: {', '.join(KIND_TO_SCHEMA)})"]
-    validator, api_version, crd_kind = _validator(kind)
+    validator, api_version, _ = _validator(kind)
     errors = []
     if doc.get("apiVersion") != api_version:
         errors.append(f"apiVersion: {doc.get('apiVersion')!r} is not the CRD's storage version {api_version}")
