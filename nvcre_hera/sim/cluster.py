@@ -84,6 +84,10 @@ class SimCluster:
     def set_clock(self, t: float) -> None:
         self.clock = float(t)
 
+    def sleep(self, seconds: float) -> None:
+        """Simulated waiting: the clock moves, nothing sleeps."""
+        self.clock += max(0.0, float(seconds))
+
     def node_health(self, name: str, t: float | None = None) -> list[str]:
         """Bad states ("NotReady", "Unschedulable") of a node at `t` (default: now)."""
         return health_at(self._events, name, self.clock if t is None else t)

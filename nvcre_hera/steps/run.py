@@ -27,6 +27,7 @@ STREAM_LINES = 12
 STREAM_BYTES = 2048
 DIAGNOSE_STREAM_LINES = 3  # diagnose runs many small tests: keep each pod's stored output tiny
 MEASUREMENT_POLL_S = 10.0
+WARNINGS_KEPT = 3
 
 
 def _parse(entry: CatalogEntry, text: str) -> dict[str, Any]:
@@ -93,14 +94,15 @@ def _stall_check(entry: CatalogEntry, options: dict) -> Callable[[str, float], b
     return check
 
 
-def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: float) -> tuple[str, dict]:
-    """The launcher log and its parse; after success, keep reading until data shows up or `wait_s` passes."""
+def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: float,
+                      succeeded: bool = True) -> tuple[str, dict]:
+    """The launcher log and its parse; after success, keep reading until the measurement is complete or `wait_s`
+    (measurementTimeout) passes on the cluster's clock. What is still incomplete then is MeasurementNotFound."""
     text = cluster.job_log(name)
     parsed = _parse(entry, text)
-    sleep = getattr(cluster, "sleep", None)  # the simulator's logs are complete at once; real logs may lag
     deadline = cluster.now() + wait_s
-    while sleep and not reason_rules.metrics_from(entry.parser, parsed) and cluster.now() < deadline:
-        sleep(MEASUREMENT_POLL_S)
+    while succeeded and not reason_rules.measurement_complete(entry.parser, parsed) and cluster.now() < deadline:
+        cluster.sleep(min(MEASUREMENT_POLL_S, deadline - cluster.now()))
         text = cluster.job_log(name)
         parsed = _parse(entry, text)
     return text, parsed
@@ -125,7 +127,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         log(f"run: {entry.key} group {group['id']} ({len(job.nodes)} node(s)) repeat {repeat}: created "
             f"{backend.kind} {name}")
         outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
-        text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]))
+        text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]),
+                                         outcome.phase == "Succeeded")
         _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
         reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
         deleted = cluster.delete_job(name)
@@ -139,6 +142,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             # the report's failure log: only failures need one, and it is stored with the Workflow
             "logTail": "\n".join(text.splitlines()[-LOG_TAIL_LINES:]) if reasons else "",
             "repeat": repeat, "transport": parsed.get("transport"),
+            # NCCL WARN lines are no failure evidence, but the report keeps the first few
+            "warnings": [str(w)[:200] for w in (parsed.get("warnings") or [])[:WARNINGS_KEPT]],
         })
         summary = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()) or "no measurement"
         log(f"run: {name} {outcome.phase} after {outcome.elapsed_s:.0f}s: {summary}; "
