@@ -74,9 +74,13 @@ def nccl_reasons(result: dict[str, Any], expected_fabric: str | None = None,
 
 
 def dcgm_reasons(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One DiagnosticFailed per failed diag test; WorkloadFailed when dcgmi errored; MeasurementNotFound if empty."""
+    """One DiagnosticFailed per failed diag test; WorkloadFailed when dcgmi errored (beside any partial failure);
+    MeasurementNotFound when nothing was diagnosed (no result, or every test skipped)."""
     status = result.get("status")
     out: list[dict[str, Any]] = []
+    if status == "error":
+        errors = result.get("errors") or ["unknown error"]
+        out.append(_reason("WorkloadFailed", f"dcgmi diag could not run: {errors[0]}"))
     for test in result.get("tests") or []:
         if test.get("status") != "fail":
             continue
@@ -87,9 +91,10 @@ def dcgm_reasons(result: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(_reason("DiagnosticFailed", f'dcgmi diag: test "{test.get("name")}" failed{where}{detail}'))
     if out:
         return out
-    if status == "error":
-        errors = result.get("errors") or ["unknown error"]
-        out.append(_reason("WorkloadFailed", f"dcgmi diag could not run: {errors[0]}"))
+    tests = result.get("tests") or []
+    if status != "pass" and tests and all(t.get("status") == "skip" for t in tests):
+        out.append(_reason("MeasurementNotFound", f"dcgmi diag: every test was skipped ({len(tests)}): "
+                                                  "nothing was diagnosed"))
     elif status != "pass":
         out.append(_reason("MeasurementNotFound", "dcgmi diag: no complete diagnostic result in the output"))
     return out
