@@ -237,12 +237,19 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         except ValueError as err:
             compiled[metric] = str(err)  # the error text; judged as a failed evaluation (fail closed)
     results = category.get("results")
+    incomplete = category.get("incomplete")
     entry: dict[str, Any] = {
         "domain": category.get("domain"), "variant": category.get("variant"), "status": "Passed",
         "failureReason": None, "runtimeSec": _number(category.get("runtimeSec")), "testScale": category.get("testScale"),
         "nodesPerJob": category.get("nodesPerJob"), "jobs": len(results or []), "runsMeasured": 0,
         "enableMNNVL": bool(category.get("enableMNNVL", False)), "thresholdsSet": bool(thresholds),
-        "thresholds": [], "metrics": {}, "bandwidth": [], "groups": [], "failedGroups": []}
+        "thresholds": [], "metrics": {}, "bandwidth": [], "groups": [], "failedGroups": [],
+        **({"incomplete": str(incomplete)} if incomplete else {})}
+    if not results and incomplete:  # nothing could run as asked: not a failure of any node, and never a pass
+        entry.update(status="Incomplete",
+                     thresholds=[{"metric": m, "expression": e, "measuredValue": None, "passed": False,
+                                  "reason": "NoMeasurement"} for m, e in thresholds.items()])
+        return entry, []
     if not results:
         message = NO_RESULTS_MESSAGE if results is None else EMPTY_RESULTS_MESSAGE
         entry.update(status="Failed", failureReason="WorkloadFailed",
@@ -277,6 +284,8 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
                 blame.append({"name": node, "reason": r["reason"], "message": r["message"]})
     if category.get("diagnose") is not None:
         _add_diagnose(entry, category["diagnose"])
+    if incomplete and entry["status"] == "Passed":
+        entry["status"] = "Incomplete"  # what ran passed, but it could not exercise what the scale names
     return entry, blame
 
 
@@ -353,9 +362,11 @@ def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str
         blames.append((f"{entry['domain']}/{entry['variant']}", blame))
     excluded = [dict(e) for e in summary.get("excludedNodes") or []]
     passed = sum(1 for e in entries if e["status"] == "Passed")
-    if passed < len(entries):
+    incomplete = [str(m) for m in summary.get("incomplete") or []]
+    incomplete += [f"{e['domain']}/{e['variant']}: {e['incomplete']}" for e in entries if e.get("incomplete")]
+    if any(e["status"] == "Failed" for e in entries):
         result = "FAILED"
-    elif excluded or not entries:
+    elif passed < len(entries) or excluded or incomplete or not entries:
         result = "INCOMPLETE"  # everything that ran passed, but not every target node (or nothing) was tested
     else:
         result = "PASSED"
@@ -364,7 +375,8 @@ def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str
         "apiVersion": API_VERSION, "kind": KIND, "name": name, "generatedAt": generated_at, "result": result,
         "platform": summary.get("platform"), "gpu": summary.get("gpu"), "gpuProduct": summary.get("gpuProduct"),
         "totalNodes": summary.get("totalNodes"), "testedNodes": summary.get("selectedNodes"),
-        "excludedNodes": excluded, "categories": entries, "failedNodes": failed_nodes,
+        "excludedNodes": excluded, **({"incomplete": incomplete} if incomplete else {}),
+        "categories": entries, "failedNodes": failed_nodes,
         "cleanup": _cleanup(categories),
         "summary": {"categoriesPassed": passed, "categoriesTotal": len(entries), "failedNodeCount": len(failed_nodes),
                     "excludedNodeCount": len(excluded)},

@@ -189,6 +189,8 @@ def _category_box(c: dict) -> list[str]:
         lines.append(NO_THRESHOLDS)
     if c.get("diagnose"):
         lines += ["", *_diagnose_lines(c["diagnose"])]
+    if c.get("incomplete"):
+        lines += ["", f"Incomplete: {clean(c['incomplete'])}"]
     if c.get("failedGroups"):
         lines += ["", *_failed_group_lines(c["failedGroups"])]
     return _box(f"{c.get('domain')}/{c.get('variant')}", lines)
@@ -225,6 +227,7 @@ def render_card(report: dict) -> str:
     lines += [f"  {clean(n.get('name'))}: {', '.join(n.get('reasons') or [])}" for n in failed]
     if excluded:
         lines.append(f"Excluded:      {len(excluded)}")
+    lines += [f"Incomplete:    {clean(m)}" for m in report.get("incomplete") or []]
     lines.append(f"Cleanup:       {cleanup.get('jobsCreated', 0)} job objects created, "
                  f"{cleanup.get('jobsDeleted', 0)} deleted, {len(leftover)} left"
                  + (f" ({', '.join(clean(n) for n in leftover)})" if leftover else ""))

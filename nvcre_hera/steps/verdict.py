@@ -43,12 +43,16 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
         else:
             raw = results.get(cat["index"])
             flat = None if raw is None else flatten_runs(raw)
-        if flat == [] and summary.get("selectedNodes", 0) == 0:
-            flat = None  # nothing could be tested: the category has no results, never a vacuous pass
+        incomplete = disc.get("incomplete")
+        if not flat and summary.get("selectedNodes", 0) == 0:
+            # nothing could be tested: no results, never a vacuous pass, and no failure of the nodes either
+            flat = [] if summary.get("incomplete") else None
+            incomplete = incomplete or ("no node was tested" if summary.get("incomplete") else None)
         categories.append({
             "domain": cat["domain"], "variant": cat["variant"], "testScale": cat["options"]["testScale"],
             "nodesPerJob": disc.get("nodesPerJob", 0), "enableMNNVL": bool(cat["options"].get("enableMNNVL")),
             "thresholds": thresholds, "metricNames": list(entry.metrics), "results": flat,
+            **({"incomplete": incomplete} if incomplete else {}),
             **({"diagnose": verdict} if flat is not None and verdict is not None else {}),
         })
     report = judge(plan["name"], summary, categories)
