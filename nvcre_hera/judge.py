@@ -299,8 +299,13 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
     entry["diagnose"] = {"suspects": list(verdict.get("suspects") or []), "infrastructureFaults": faults,
                          "unresolved": unresolved,
                          "jobs": stats.get("jobs"), "rounds": stats.get("rounds"),
-                         "nodeMinutes": stats.get("nodeMinutes"), "nodeCount": verdict.get("nodeCount")}
+                         "nodeMinutes": stats.get("nodeMinutes"), "nodeCount": verdict.get("nodeCount"),
+                         # the planner's pass line (from the busBandwidthGBps threshold) and repeats per test
+                         "passLineGBps": verdict.get("floor"),
+                         "repeatsPerTest": (verdict.get("measured") or {}).get("repeats")}
     entry["jobs"] = stats.get("jobs", entry["jobs"])
+    if isinstance((verdict.get("measured") or {}).get("runs"), int):  # the thresholds judged every job that ran
+        entry["runsMeasured"] = verdict["measured"]["runs"]
     for fault in faults:
         sides = [[str(x) for x in side] if isinstance(side, list) else [str(side)]
                  for side in fault.get("between") or []]

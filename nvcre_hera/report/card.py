@@ -151,6 +151,10 @@ def describe_evidence(evidence: Any) -> str:
 def _diagnose_lines(d: dict) -> list[str]:
     lines = [f"Diagnose:   {d.get('nodeCount') or '?'} nodes, {d.get('jobs') or 0} jobs in {d.get('rounds') or 0} "
              f"rounds, {number(d.get('nodeMinutes'))} node-minutes"]
+    if d.get("passLineGBps") is not None:
+        lines.append(f"  search pass line: busBandwidthGBps >= {number(d['passLineGBps'])} (from the threshold)")
+    if d.get("repeatsPerTest"):
+        lines.append(f"  each test ran {d['repeatsPerTest']} time(s) (repeatCount); the worst run counts")
     for s in d.get("suspects") or []:
         lines.append(f"  suspect {clean(s.get('node'))}: {clean(s.get('reason'))}, deficit {number(s.get('deficit'))}, "
                      f"confidence {number(s.get('confidence'))}")

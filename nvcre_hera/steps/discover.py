@@ -7,7 +7,6 @@ minority GPU architecture, nodes with fewer allocatable GPUs than the categories
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable
 
 from nvcre_hera.catalog import get_entry, gpu_defaults
@@ -25,6 +24,7 @@ from nvcre_hera.grouping import (
 from nvcre_hera.nodeindex import make_setup, target_order
 from nvcre_hera.platform import GPU_PRODUCT_LABEL, detect_architecture, detect_platform, node_labels, node_name
 from nvcre_hera.steps.io import Outputs
+from nvcre_hera.threshold_bounds import floor_of
 
 
 def _architecture_filter(nodes: list[dict], product: str | None) -> tuple[list[dict], list[Exclusion]]:
@@ -52,18 +52,14 @@ def _gpu_filter(nodes: list[dict], needed: int) -> tuple[list[dict], list[Exclus
     return keep, excluded
 
 
-def floor_of(expression: str | None) -> float | None:
-    """The bandwidth floor in a threshold like `value >= 300` (the planner's pass line); None if not that simple."""
-    match = re.fullmatch(r"\s*value\s*>=?\s*([0-9]+(?:\.[0-9]*)?)\s*", expression or "")
-    return float(match.group(1)) if match else None
-
-
 def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], opts: dict) -> dict:
     has_cliques = any(CLIQUE_LABEL in node_labels(n) for n in eligible)
     cliques = topology_domains(eligible) if has_cliques else None  # racks are no NVLink domain: √N chunks then
     config = {"strategy": opts.get("diagnoseStrategy", "adaptive"), "maxConcurrent": int(opts["maxConcurrent"]),
               "minGroupSize": int(opts["minGroupSize"]), "baselineGBps": None, "seed": 0,
-              "threshold": floor_of((opts.get("thresholds") or {}).get("busBandwidthGBps"))}
+              # the planner's pass line, from the CEL tree (the loader refused any threshold it cannot read)
+              "threshold": floor_of((opts.get("thresholds") or {}).get("busBandwidthGBps")),
+              "thresholds": dict(opts.get("thresholds") or {})}
     return make_setup(target_order(all_nodes, target), sorted(node_name(n) for n in eligible), cliques, config,
                       target)
 

@@ -5,6 +5,7 @@ state, `next` (`[0]` to recurse, `[]` to stop) and, when done, the final verdict
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 from nvcre_hera.cluster.base import Cluster
@@ -18,9 +19,43 @@ UNRESOLVED_NAMES = 64
 
 
 def compact_results(aggregated: Any) -> list[dict]:
-    """The planner's results."""
-    return [{"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"), "status": run.get("status", "failed")}
-            for run in flatten_runs(aggregated) if "id" in run]
+    """The planner's results: one per test, its repeats (`repeatCount`) folded into the worst of them (a failed
+    repeat fails the test, else the lowest bandwidth counts), so a node that flaps in one repeat is seen."""
+    by_id: dict[Any, list[dict]] = {}
+    for run in flatten_runs(aggregated):
+        if "id" in run:
+            by_id.setdefault(run["id"], []).append(run)
+    out = []
+    for test_id, runs in by_id.items():
+        values = [r.get("busBandwidthGBps") for r in runs]
+        failed = any(r.get("status", "failed") != "ok" for r in runs) or any(v is None for v in values)
+        out.append({"id": test_id, "busBandwidthGBps": None if failed else min(values),
+                    "status": "failed" if failed else "ok"})
+    return out
+
+
+def measured(carried: dict | None, aggregated: Any, thresholds: dict) -> dict:
+    """Lowest and highest value of each threshold metric over every test that ran its workload (the verdict judges
+    the thresholds on them: exact for the interval thresholds diagnose accepts), the runs that measured nothing,
+    and the most repeats one test ran. Carried beside the planner state, a few bytes whatever the node count."""
+    out = json.loads(json.dumps(carried or {"metrics": {}, "runs": 0, "repeats": 0}))
+    per_test: dict[Any, int] = {}
+    for run in flatten_runs(aggregated):
+        per_test[run.get("id")] = per_test.get(run.get("id"), 0) + 1
+        if run.get("status") != "ok":
+            continue
+        out["runs"] += 1
+        for metric in thresholds:
+            entry = out["metrics"].setdefault(metric, {"min": None, "max": None, "n": 0, "missing": 0})
+            value = run.get(metric)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                entry["missing"] += 1
+                continue
+            entry["min"] = value if entry["min"] is None else min(entry["min"], value)
+            entry["max"] = value if entry["max"] is None else max(entry["max"], value)
+            entry["n"] += 1
+    out["repeats"] = max([out["repeats"], *per_test.values()])
+    return out
 
 
 def job_ledger(ledger: dict | None, aggregated: Any) -> dict:
@@ -71,14 +106,16 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
               log: Callable[[str], None]) -> int:
     carried = state if isinstance(state, dict) else {}
     ledger = job_ledger(carried.get("jobs"), aggregated)
+    seen = measured(carried.get("measured"), aggregated, setup["config"].get("thresholds") or {})
     answer = plan(carried.get("planner"), compact_results(aggregated), setup["config"])
     tests = answer["tests"]
-    out.write("state", {"planner": answer["state"], "jobs": ledger})
+    out.write("state", {"planner": answer["state"], "jobs": ledger, "measured": seen})
     # Every test item is stored twice over in the Workflow (plan output, test input): ranges, not index lists.
     out.write("tests", [{"id": t["id"], "ranges": from_nodes(t["nodes"]), "network": t.get("network", True)}
                         for t in tests])
     out.write("next", [0] if tests else [])
-    out.write("final", {**named_verdict(answer, setup, cluster), "cleanup": ledger} if not tests else {})
+    out.write("final", {**named_verdict(answer, setup, cluster), "cleanup": ledger, "measured": seen,
+                        "floor": setup["config"].get("threshold")} if not tests else {})
     stats = answer.get("stats") or {}
     if tests:
         log(f"plan: round {stats.get('rounds', '?')}: {len(tests)} test(s), "
@@ -90,4 +127,4 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     return 0
 
 
-__all__ = ["compact_results", "job_ledger", "plan_step"]
+__all__ = ["compact_results", "job_ledger", "measured", "plan_step"]

@@ -148,8 +148,10 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         summary = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()) or "no measurement"
         log(f"run: {name} {outcome.phase} after {outcome.elapsed_s:.0f}s: {summary}; "
             f"{'; '.join(r['reason'] for r in reasons) or 'no problems'}; job deleted: {deleted}")
-    if diagnose:  # the planner's input: one value per test, nothing else travels up the recursion
+    if diagnose:  # the planner's input: one value per test and repeat, plus what the other thresholds judge
+        others = [m for m in options.get("thresholds") or {} if m != "busBandwidthGBps"]
         results = [{"id": r["group"], "busBandwidthGBps": r["metrics"].get("busBandwidthGBps"),
+                    **{m: r["metrics"].get(m) for m in others},
                     "status": r["status"], "jobName": r["jobName"], "jobDeleted": r["jobDeleted"]}
                    for r in results]
     out.write("metrics", results)
