@@ -170,6 +170,16 @@ def _diagnose_lines(d: dict) -> list[str]:
     return lines
 
 
+def _repeat_lines(c: dict) -> list[str]:
+    """How many times each group ran (repeatCount): a flapping node hides from a single run."""
+    counts = sorted({int(g.get("repeats") or 1) for g in c.get("groups") or [] if g.get("nodes")})
+    if (c.get("diagnose") or {}).get("repeatsPerTest"):
+        counts = [int(c["diagnose"]["repeatsPerTest"])]
+    if not counts or counts == [1]:
+        return []
+    return [f"Repeats:    {counts[0] if len(counts) == 1 else f'{counts[0]}-{counts[-1]}'} per group"]
+
+
 def _category_box(c: dict) -> list[str]:
     lines = [
         f"Status:     {c.get('status')}",
@@ -178,6 +188,7 @@ def _category_box(c: dict) -> list[str]:
         f"Scale:      {c.get('testScale') or '-'}",
         f"Nodes/Job:  {c.get('nodesPerJob') if c.get('nodesPerJob') is not None else '-'}",
         f"Jobs:       {c.get('jobs', 0)}",
+        *_repeat_lines(c),
         f"MNNVL:      {'enabled' if c.get('enableMNNVL') else 'disabled'}",
     ]
     if c.get("bandwidth"):
