@@ -129,6 +129,10 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
         text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]),
                                          outcome.phase == "Succeeded")
+        if entry.parser == "training":  # goodput needs the job's wall time, which only the watcher knows
+            from nvcre_hera.parsers.training import goodput_ratio
+
+            parsed["goodputRatio"] = goodput_ratio(parsed, outcome.elapsed_s)
         _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
         reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
         deleted = cluster.delete_job(name)
