@@ -13,7 +13,6 @@ from pathlib import Path
 import yaml
 
 from nvcre_hera.cli import main
-from nvcre_hera.grouping import requested_exclusions, unmatched_target
 from nvcre_hera.local_run import run_local
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,6 +50,8 @@ def test_a_requested_node_that_does_not_exist_makes_it_incomplete(tmp_path):
 
 
 def test_a_requested_node_removed_by_another_filter_is_named(tmp_path):
+    from nvcre_hera.grouping import requested_exclusions
+
     nodes = [{"metadata": {"name": "a", "labels": {"pool": "x"}}}, {"metadata": {"name": "b", "labels": {}}}]
     (exc,) = requested_exclusions(nodes, {"nodeSelector": {"pool": "x"}, "nodeNames": ["a", "b"]})
     assert (exc.name, exc.reason) == ("b", "NotTargeted") and "nodeSelector pool=x" in exc.message
@@ -90,6 +91,8 @@ def test_a_target_matching_no_node_names_the_filter_and_exits_1(tmp_path, capsys
 
 
 def test_unmatched_target_walks_the_filters_in_order():
+    from nvcre_hera.grouping import unmatched_target
+
     nodes = [{"metadata": {"name": n, "labels": {"a": "1"}}} for n in ("x", "y")]
     assert unmatched_target(nodes, {"matchExpressions": [{"key": "a", "operator": "In", "values": ["1"]}],
                                     "nodeNames": ["z"]}) == (
