@@ -68,6 +68,8 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
             raw = results.get(cat["index"])
             flat = None if raw is None else flatten_runs(raw)
         incomplete = disc.get("incomplete")
+        if incomplete and isinstance(verdict, dict) and not (verdict.get("measured") or {}).get("runs"):
+            flat = []  # diagnose could run no job at this scale: nothing measured is no failure of the nodes
         if not flat and summary.get("selectedNodes", 0) == 0:
             # nothing could be tested: no results, never a vacuous pass, and no failure of the nodes either
             flat = [] if summary.get("incomplete") else None
