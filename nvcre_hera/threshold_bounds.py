@@ -13,9 +13,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-# Parse-tree rules that wrap one child on the way down to an operand (CEL's precedence ladder).
-_WRAPPERS = frozenset({"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication",
-                       "unary", "member", "primary", "paren_expr"})
+# The same parse tree the threshold compiler walks: descend through its single-child precedence wrappers.
+from nvcre_hera.thresholds import _ENV, compile_threshold
+from nvcre_hera.thresholds import _root_operator as _unwrap
+
 _RELATIONS = {"relation_ge": ">=", "relation_gt": ">", "relation_le": "<=", "relation_lt": "<", "relation_eq": "=="}
 _FLIPPED = {">=": "<=", ">": "<", "<=": ">=", "<": ">", "==": "=="}
 _UNSUPPORTED = "diagnose needs comparisons of value with numbers joined by &&, e.g. value >= 300.0 && value < 5000"
@@ -40,12 +41,6 @@ class Bounds:
                                        or (other.high == high and other.high_strict)):
             high, high_strict = other.high, other.high_strict
         return Bounds(low, low_strict, high, high_strict)
-
-
-def _unwrap(node: Any) -> Any:
-    while getattr(node, "data", None) in _WRAPPERS and len(node.children) == 1:
-        node = node.children[0]
-    return node
 
 
 def _operand(node: Any) -> float | str:
@@ -93,8 +88,6 @@ def _walk(node: Any) -> Bounds:
 
 def threshold_bounds(expr: str) -> Bounds:
     """The interval `expr` accepts; ValueError (one line) when it is not one comparisons-and-&& interval."""
-    from nvcre_hera.thresholds import _ENV, compile_threshold
-
     compile_threshold(expr)  # syntax and type errors first, in the loader's words
     return _walk(_ENV.compile(expr))
 
