@@ -36,6 +36,7 @@ NO_RESULTS_MESSAGE = "no results: the test step did not complete"
 EMPTY_RESULTS_MESSAGE = "no results: no test ran for this category"
 LOG_TAIL_LINES = 20
 LOG_TAIL_BYTES = 4096
+WARNINGS_KEPT = 3
 # Metrics where a smaller value is better (times, latencies): "worst" is then the largest.
 _LOWER_IS_BETTER = re.compile(r"(Sec|Ms|Us|Seconds|Latency|Errors?|Count)$")
 
@@ -141,7 +142,9 @@ def _judge_group(name: str, runs: list[dict], thresholds: dict, compiled: dict) 
         reasons.extend(run_reasons)
     metric_names = sorted({k for run in runs for k in (run.get("metrics") or {})})
     metrics = {m: _worst(m, (_number((run.get("metrics") or {}).get(m)) for run in runs)) for m in metric_names}
+    warnings = list(dict.fromkeys(str(w) for run in runs for w in run.get("warnings") or []))[:WARNINGS_KEPT]
     group = {"name": name, "nodes": nodes, "status": "Failed" if reasons else "Passed",
+             **({"warnings": warnings} if warnings else {}),  # NCCL WARN lines: kept, never a failure by themselves
              "metrics": {k: v for k, v in metrics.items() if v is not None}, "reasons": reasons,
              "repeats": len(runs), "runtimeSec": round(sum(float(r.get("runtimeSec") or 0) for r in runs), 3),
              "failureLog": _log_tail(failed_logs[0]) if failed_logs else ""}

@@ -98,3 +98,19 @@ def test_unmatched_target_walks_the_filters_in_order():
                                     "nodeNames": ["z"]}) == (
         "target matched 0 of 2 nodes: matchExpressions[0] (a In ['1']) removed 0, then nodeNames removed 2")
     assert unmatched_target([], {}) == "target matched 0 of 0 nodes: no node in the cluster"
+
+
+def test_nccl_warnings_are_kept_in_the_report_and_do_not_fail_it():
+    """Issue 9 item 9: a run whose log only warned passes, and its warnings reach the report and the card."""
+    from nvcre_hera.judge import judge
+    from nvcre_hera.report.card import render_card
+
+    warn = "h:1:1 [0] misc/ibvwrap.cc:62 NCCL WARN Failed to open libibverbs.so[.1]"
+    run = {"group": "g0", "nodes": ["a", "b"], "status": "ok", "metrics": {"busBandwidthGBps": 350.0},
+           "reasons": [], "warnings": [warn]}
+    report = judge("w", {"selectedNodes": 2, "totalNodes": 2}, [{
+        "domain": "communication", "variant": "nccl-all-reduce", "results": [run],
+        "thresholds": {"busBandwidthGBps": "value >= 300.0"}}])
+    assert report["result"] == "PASSED"
+    assert report["categories"][0]["groups"][0]["warnings"] == [warn]
+    assert "logged NCCL WARN lines" in render_card(report)

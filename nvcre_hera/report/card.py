@@ -206,6 +206,9 @@ def _category_box(c: dict) -> list[str]:
         lines += ["", *_diagnose_lines(c["diagnose"])]
     if c.get("incomplete"):
         lines += ["", f"Incomplete: {clean(c['incomplete'])}"]
+    warned = [g for g in c.get("groups") or [] if g.get("warnings")]
+    if warned:  # kept for the reader; a warning is no failure evidence
+        lines += ["", f"Warnings:   {len(warned)} group(s) logged NCCL WARN lines, e.g. {clean(warned[0]['warnings'][0])}"]
     if c.get("failedGroups"):
         lines += ["", *_failed_group_lines(c["failedGroups"])]
     return _box(f"{c.get('domain')}/{c.get('variant')}", lines)
