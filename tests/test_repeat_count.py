@@ -13,7 +13,6 @@ import yaml
 
 from nvcre_hera.local_run import run_local
 from nvcre_hera.report.card import render_card
-from nvcre_hera.steps.plan_step import compact_results
 
 ROOT = Path(__file__).resolve().parent.parent
 CLUSTERS = ROOT / "examples" / "clusters"
@@ -39,12 +38,19 @@ def test_every_group_runs_repeat_count_times_and_the_card_says_so(tmp_path, scal
 
 
 def test_diagnose_folds_repeats_into_the_worst() -> None:
-    runs = [[{"id": "t1", "busBandwidthGBps": 380.0, "status": "ok"}, {"id": "t1", "busBandwidthGBps": 190.0,
-                                                                      "status": "ok"}],
-            [{"id": "t2", "busBandwidthGBps": 380.0, "status": "ok"}, {"id": "t2", "busBandwidthGBps": None,
-                                                                      "status": "failed"}]]
-    assert compact_results(runs) == [{"id": "t1", "busBandwidthGBps": 190.0, "status": "ok"},
-                                     {"id": "t2", "busBandwidthGBps": None, "status": "failed"}]
+    from nvcre_hera.steps.run import diagnose_result
+
+    def run(bus, status="ok", deleted=True, name="j"):
+        return {"metrics": {} if bus is None else {"busBandwidthGBps": bus, "algBandwidthGBps": bus / 2},
+                "status": status, "jobName": name, "jobDeleted": deleted}
+
+    thresholds = {"busBandwidthGBps": "value >= 300.0", "algBandwidthGBps": "value >= 100.0"}
+    (slow,) = diagnose_result("t1", [run(380.0), run(190.0), run(370.0)], thresholds)
+    assert slow == {"id": "t1", "busBandwidthGBps": 190.0, "status": "ok", "jobs": 3, "deleted": 3, "repeats": 3,
+                    "ext": {"busBandwidthGBps": [190.0, 380.0], "algBandwidthGBps": [95.0, 190.0]}}
+    (crashed,) = diagnose_result("t2", [run(380.0), run(None, "failed", deleted=False, name="left")], thresholds)
+    assert crashed["status"] == "failed" and crashed["busBandwidthGBps"] is None
+    assert (crashed["jobs"], crashed["deleted"], crashed["leftover"]) == (2, 1, ["left"])
 
 
 def test_the_flapping_example_never_passes(tmp_path) -> None:

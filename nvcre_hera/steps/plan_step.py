@@ -19,42 +19,31 @@ UNRESOLVED_NAMES = 64
 
 
 def compact_results(aggregated: Any) -> list[dict]:
-    """The planner's results: one per test, its repeats (`repeatCount`) folded into the worst of them (a failed
-    repeat fails the test, else the lowest bandwidth counts), so a node that flaps in one repeat is seen."""
-    by_id: dict[Any, list[dict]] = {}
-    for run in flatten_runs(aggregated):
-        if "id" in run:
-            by_id.setdefault(run["id"], []).append(run)
-    out = []
-    for test_id, runs in by_id.items():
-        values = [r.get("busBandwidthGBps") for r in runs]
-        failed = any(r.get("status", "failed") != "ok" for r in runs) or any(v is None for v in values)
-        out.append({"id": test_id, "busBandwidthGBps": None if failed else min(values),
-                    "status": "failed" if failed else "ok"})
-    return out
+    """The planner's results: one per test (the run step already folded its repeats into the worst of them)."""
+    return [{"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"), "status": run.get("status", "failed")}
+            for run in flatten_runs(aggregated) if "id" in run]
 
 
 def measured(carried: dict | None, aggregated: Any, thresholds: dict) -> dict:
     """Lowest and highest value of each threshold metric over every test that ran its workload (the verdict judges
-    the thresholds on them: exact for the interval thresholds diagnose accepts), the runs that measured nothing,
-    and the most repeats one test ran. Carried beside the planner state, a few bytes whatever the node count."""
+    the thresholds on them: exact for the interval thresholds diagnose accepts), the tests that measured nothing
+    for a metric, and the most repeats one test ran. Carried beside the planner state: a few bytes at any size."""
     out = json.loads(json.dumps(carried or {"metrics": {}, "runs": 0, "repeats": 0}))
-    per_test: dict[Any, int] = {}
     for run in flatten_runs(aggregated):
-        per_test[run.get("id")] = per_test.get(run.get("id"), 0) + 1
+        out["repeats"] = max(out["repeats"], int(run.get("repeats") or 1))
         if run.get("status") != "ok":
             continue
         out["runs"] += 1
+        ranges = run.get("ext") or {}
         for metric in thresholds:
             entry = out["metrics"].setdefault(metric, {"min": None, "max": None, "n": 0, "missing": 0})
-            value = run.get(metric)
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
+            if metric not in ranges:
                 entry["missing"] += 1
                 continue
-            entry["min"] = value if entry["min"] is None else min(entry["min"], value)
-            entry["max"] = value if entry["max"] is None else max(entry["max"], value)
+            low, high = ranges[metric]
+            entry["min"] = low if entry["min"] is None else min(entry["min"], low)
+            entry["max"] = high if entry["max"] is None else max(entry["max"], high)
             entry["n"] += 1
-    out["repeats"] = max([out["repeats"], *per_test.values()])
     return out
 
 
@@ -63,12 +52,10 @@ def job_ledger(ledger: dict | None, aggregated: Any) -> dict:
     every one of them is gone (names only of those not deleted: the ledger travels down the recursion)."""
     out = {"created": 0, "deleted": 0, "leftover": [], **(ledger or {})}
     for run in flatten_runs(aggregated):
-        if run.get("jobName"):
-            out["created"] += 1
-            if run.get("jobDeleted"):
-                out["deleted"] += 1
-            else:
-                out["leftover"] = [*out["leftover"], run["jobName"]]
+        out["created"] += int(run.get("jobs") or 0)
+        out["deleted"] += int(run.get("deleted") or 0)
+        if run.get("leftover"):
+            out["leftover"] = [*out["leftover"], *run["leftover"]]
     return out
 
 

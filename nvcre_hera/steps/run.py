@@ -120,7 +120,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
     options = cat["options"]
     backend = backend_for(entry)
     results = []
-    for repeat in range(int(options.get("repeatCount") or 1)):
+    repeats = int(options.get("repeatCount") or 1)
+    for repeat in range(repeats):
         job = plan_job(entry, category_index, options, group, repeat, ctx)
         started = cluster.now()
         name = cluster.create_job(backend.manifest(job))
@@ -133,7 +134,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             from nvcre_hera.parsers.training import goodput_ratio
 
             parsed["goodputRatio"] = goodput_ratio(parsed, outcome.elapsed_s)
-        _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
+        if not diagnose or repeat == repeats - 1:  # diagnose: one log excerpt per test keeps the Workflow small
+            _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
         reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
         deleted = cluster.delete_job(name)
         metrics = reason_rules.metrics_from(entry.parser, parsed)
@@ -152,14 +154,33 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         summary = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()) or "no measurement"
         log(f"run: {name} {outcome.phase} after {outcome.elapsed_s:.0f}s: {summary}; "
             f"{'; '.join(r['reason'] for r in reasons) or 'no problems'}; job deleted: {deleted}")
-    if diagnose:  # the planner's input: one value per test and repeat, plus what the other thresholds judge
-        others = [m for m in options.get("thresholds") or {} if m != "busBandwidthGBps"]
-        results = [{"id": r["group"], "busBandwidthGBps": r["metrics"].get("busBandwidthGBps"),
-                    **{m: r["metrics"].get(m) for m in others},
-                    "status": r["status"], "jobName": r["jobName"], "jobDeleted": r["jobDeleted"]}
-                   for r in results]
-    out.write("metrics", results)
+    out.write("metrics", diagnose_result(group["id"], results, options.get("thresholds") or {})
+              if diagnose else results)
     return 0
+
+
+def diagnose_result(test_id: str, runs: list[dict], thresholds: dict) -> list[dict]:
+    """The planner's input for one diagnose test, its repeats folded: the worst bandwidth (a failed repeat fails
+    the test), how many jobs ran and were deleted (names only of those left behind: this travels up the
+    recursion), and each threshold metric's lowest and highest value over the repeats that ran their workload."""
+    values = [r["metrics"].get("busBandwidthGBps") for r in runs]
+    failed = any(r["status"] != "ok" for r in runs) or any(v is None for v in values)
+    out: dict[str, Any] = {"id": test_id, "busBandwidthGBps": None if failed else min(values),
+                           "status": "failed" if failed else "ok", "jobs": len(runs),
+                           "deleted": sum(1 for r in runs if r["jobDeleted"])}
+    leftover = [r["jobName"] for r in runs if not r["jobDeleted"]]
+    if leftover:
+        out["leftover"] = leftover
+    if len(runs) > 1:
+        out["repeats"] = len(runs)
+    ok = [r["metrics"] for r in runs if r["status"] == "ok"]
+    ranges = {m: [min(v), max(v)] for m in thresholds
+              if ok and len(v := [x[m] for x in ok if x.get(m) is not None]) == len(ok)}
+    if ranges:
+        out["ext"] = ranges
+    if ok and len(ranges) < len(thresholds):
+        out["missing"] = sorted(set(thresholds) - set(ranges))
+    return [out]
 
 
 def _stream_log(text: str, log: Callable[[str], None], lines: int) -> None:
@@ -185,4 +206,4 @@ def _samples(parsed: dict) -> list[dict]:
     return rows[-8:]
 
 
-__all__ = ["run_test"]
+__all__ = ["diagnose_result", "run_test"]
