@@ -114,3 +114,14 @@ def test_nccl_warnings_are_kept_in_the_report_and_do_not_fail_it():
     assert report["result"] == "PASSED"
     assert report["categories"][0]["groups"][0]["warnings"] == [warn]
     assert "logged NCCL WARN lines" in render_card(report)
+
+
+def test_an_incomplete_category_is_never_green_in_junit(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from nvcre_hera.report import render
+
+    report = run_local(str(ROOT / "examples" / "certification.yaml"), _one_node_cluster(tmp_path)).report
+    root = ET.fromstring(render(report, "junit").split("?>", 1)[-1])
+    incomplete = [case for case in root.iter("testcase") if case.get("name") == "incomplete"]
+    assert len(incomplete) == 2 and all(case.find("failure").get("type") == "Incomplete" for case in incomplete)
