@@ -21,7 +21,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 @dataclass
 class Exclusion:
     name: str
-    reason: str  # Unschedulable | NotReady | MinorityArchitecture | InsufficientGPUs
+    reason: str  # Unschedulable | NotReady | MinorityArchitecture | InsufficientGPUs | NotFound | NotTargeted
     message: str
 
     def to_dict(self) -> dict:
@@ -85,6 +85,53 @@ def allocatable_gpus(node: dict) -> int:
         return int(str(raw))
     except ValueError:
         return 0
+
+
+def _filters(target: dict) -> list[tuple[str, object]]:
+    """The target's filters one by one, each with a label a user recognises in the spec."""
+    out: list[tuple[str, object]] = []
+    for key, value in (target.get("nodeSelector") or {}).items():
+        out.append((f"nodeSelector {key}={value}", lambda n, k=key, v=value: node_labels(n).get(k) == v))
+    for i, e in enumerate(target.get("matchExpressions") or []):
+        values = f" {e.get('values')}" if e.get("values") else ""
+        out.append((f"matchExpressions[{i}] ({e['key']} {e['operator']}{values})",
+                    lambda n, e=e: _matches_expression(node_labels(n), e)))
+    if target.get("nodeNames"):
+        out.append(("nodeNames", lambda n: node_name(n) in target["nodeNames"]))
+    for i, t in enumerate(target.get("taintSelectors") or []):
+        out.append((f"taintSelectors[{i}] ({t['key']})", lambda n, t=t: _has_taint(n, t)))
+    return out
+
+
+def unmatched_target(nodes: list[dict], target: dict) -> str:
+    """Why a target matched no node: `target matched 0 of N nodes: <filter> removed K`, filter by filter, so the
+    user sees which one emptied the selection."""
+    left, steps = list(nodes), []
+    for label, keep in _filters(target):
+        before = len(left)
+        left = [n for n in left if keep(n)]  # type: ignore[operator]
+        steps.append(f"{label} removed {before - len(left)}")
+        if not left:
+            break
+    why = ", then ".join(steps) if steps else "no node in the cluster"
+    return f"target matched 0 of {len(nodes)} nodes: {why}"
+
+
+def requested_exclusions(nodes: list[dict], target: dict) -> list[Exclusion]:
+    """Each name in `target.nodeNames` that is not targeted: no such node (NotFound), or another filter of the
+    target removed it (NotTargeted, naming the filter). A name the user asked for never silently disappears."""
+    by_name = {node_name(n): n for n in nodes}
+    out = []
+    for name in dict.fromkeys(target.get("nodeNames") or []):
+        node = by_name.get(name)
+        if node is None:
+            out.append(Exclusion(name, "NotFound", "requested in target.nodeNames, but no such node exists"))
+            continue
+        for label, keep in _filters(target):
+            if not keep(node):  # type: ignore[operator]
+                out.append(Exclusion(name, "NotTargeted", f"requested in target.nodeNames, but {label} excludes it"))
+                break
+    return out
 
 
 def select_nodes(nodes: list[dict], target: dict) -> Selection:
@@ -155,6 +202,8 @@ __all__ = [
     "chunk_groups",
     "is_ready",
     "matches_target",
+    "requested_exclusions",
     "select_nodes",
+    "unmatched_target",
     "topology_domains",
 ]

@@ -36,6 +36,7 @@ NO_RESULTS_MESSAGE = "no results: the test step did not complete"
 EMPTY_RESULTS_MESSAGE = "no results: no test ran for this category"
 LOG_TAIL_LINES = 20
 LOG_TAIL_BYTES = 4096
+WARNINGS_KEPT = 3
 # Metrics where a smaller value is better (times, latencies): "worst" is then the largest.
 _LOWER_IS_BETTER = re.compile(r"(Sec|Ms|Us|Seconds|Latency|Errors?|Count)$")
 
@@ -141,7 +142,9 @@ def _judge_group(name: str, runs: list[dict], thresholds: dict, compiled: dict) 
         reasons.extend(run_reasons)
     metric_names = sorted({k for run in runs for k in (run.get("metrics") or {})})
     metrics = {m: _worst(m, (_number((run.get("metrics") or {}).get(m)) for run in runs)) for m in metric_names}
+    warnings = list(dict.fromkeys(str(w) for run in runs for w in run.get("warnings") or []))[:WARNINGS_KEPT]
     group = {"name": name, "nodes": nodes, "status": "Failed" if reasons else "Passed",
+             **({"warnings": warnings} if warnings else {}),  # NCCL WARN lines: kept, never a failure by themselves
              "metrics": {k: v for k, v in metrics.items() if v is not None}, "reasons": reasons,
              "repeats": len(runs), "runtimeSec": round(sum(float(r.get("runtimeSec") or 0) for r in runs), 3),
              "failureLog": _log_tail(failed_logs[0]) if failed_logs else ""}
@@ -237,12 +240,19 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         except ValueError as err:
             compiled[metric] = str(err)  # the error text; judged as a failed evaluation (fail closed)
     results = category.get("results")
+    incomplete = category.get("incomplete")
     entry: dict[str, Any] = {
         "domain": category.get("domain"), "variant": category.get("variant"), "status": "Passed",
         "failureReason": None, "runtimeSec": _number(category.get("runtimeSec")), "testScale": category.get("testScale"),
         "nodesPerJob": category.get("nodesPerJob"), "jobs": len(results or []), "runsMeasured": 0,
         "enableMNNVL": bool(category.get("enableMNNVL", False)), "thresholdsSet": bool(thresholds),
-        "thresholds": [], "metrics": {}, "bandwidth": [], "groups": [], "failedGroups": []}
+        "thresholds": [], "metrics": {}, "bandwidth": [], "groups": [], "failedGroups": [],
+        **({"incomplete": str(incomplete)} if incomplete else {})}
+    if not results and incomplete:  # nothing could run as asked: not a failure of any node, and never a pass
+        entry.update(status="Incomplete",
+                     thresholds=[{"metric": m, "expression": e, "measuredValue": None, "passed": False,
+                                  "reason": "NoMeasurement"} for m, e in thresholds.items()])
+        return entry, []
     if not results:
         message = NO_RESULTS_MESSAGE if results is None else EMPTY_RESULTS_MESSAGE
         entry.update(status="Failed", failureReason="WorkloadFailed",
@@ -277,6 +287,8 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
                 blame.append({"name": node, "reason": r["reason"], "message": r["message"]})
     if category.get("diagnose") is not None:
         _add_diagnose(entry, category["diagnose"])
+    if incomplete and entry["status"] == "Passed":
+        entry["status"] = "Incomplete"  # what ran passed, but it could not exercise what the scale names
     return entry, blame
 
 
@@ -290,8 +302,13 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
     entry["diagnose"] = {"suspects": list(verdict.get("suspects") or []), "infrastructureFaults": faults,
                          "unresolved": unresolved,
                          "jobs": stats.get("jobs"), "rounds": stats.get("rounds"),
-                         "nodeMinutes": stats.get("nodeMinutes"), "nodeCount": verdict.get("nodeCount")}
+                         "nodeMinutes": stats.get("nodeMinutes"), "nodeCount": verdict.get("nodeCount"),
+                         # the planner's pass line (from the busBandwidthGBps threshold) and repeats per test
+                         "passLineGBps": verdict.get("floor"),
+                         "repeatsPerTest": (verdict.get("measured") or {}).get("repeats")}
     entry["jobs"] = stats.get("jobs", entry["jobs"])
+    if isinstance((verdict.get("measured") or {}).get("runs"), int):  # the thresholds judged every job that ran
+        entry["runsMeasured"] = verdict["measured"]["runs"]
     for fault in faults:
         sides = [[str(x) for x in side] if isinstance(side, list) else [str(side)]
                  for side in fault.get("between") or []]
@@ -353,9 +370,11 @@ def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str
         blames.append((f"{entry['domain']}/{entry['variant']}", blame))
     excluded = [dict(e) for e in summary.get("excludedNodes") or []]
     passed = sum(1 for e in entries if e["status"] == "Passed")
-    if passed < len(entries):
+    incomplete = [str(m) for m in summary.get("incomplete") or []]
+    incomplete += [f"{e['domain']}/{e['variant']}: {e['incomplete']}" for e in entries if e.get("incomplete")]
+    if any(e["status"] == "Failed" for e in entries):
         result = "FAILED"
-    elif excluded or not entries:
+    elif passed < len(entries) or excluded or incomplete or not entries:
         result = "INCOMPLETE"  # everything that ran passed, but not every target node (or nothing) was tested
     else:
         result = "PASSED"
@@ -364,7 +383,8 @@ def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str
         "apiVersion": API_VERSION, "kind": KIND, "name": name, "generatedAt": generated_at, "result": result,
         "platform": summary.get("platform"), "gpu": summary.get("gpu"), "gpuProduct": summary.get("gpuProduct"),
         "totalNodes": summary.get("totalNodes"), "testedNodes": summary.get("selectedNodes"),
-        "excludedNodes": excluded, "categories": entries, "failedNodes": failed_nodes,
+        "excludedNodes": excluded, **({"incomplete": incomplete} if incomplete else {}),
+        "categories": entries, "failedNodes": failed_nodes,
         "cleanup": _cleanup(categories),
         "summary": {"categoriesPassed": passed, "categoriesTotal": len(entries), "failedNodeCount": len(failed_nodes),
                     "excludedNodeCount": len(excluded)},

@@ -223,6 +223,18 @@ def check_thresholds(thresholds: dict[str, str], entry: CatalogEntry, where: str
             raise InputError(problem, f"{where}.{metric}")
 
 
+def _check_diagnose_thresholds(thresholds: dict[str, str], where: str) -> None:
+    """Diagnose judges from a pass line and the lowest/highest job: only an interval threshold can be applied
+    exactly (see threshold_bounds); anything else is refused here rather than dropped at run time."""
+    from nvcre_hera.threshold_bounds import threshold_bounds
+
+    for metric, expr in thresholds.items():
+        try:
+            threshold_bounds(expr)
+        except ValueError as exc:
+            raise InputError(f"{expr!r} cannot be applied by testScale diagnose: {exc}", f"{where}.{metric}") from None
+
+
 def effective_test_scale(entry: CatalogEntry, requested: str) -> str:
     """Per-node entries always run one job per node; training runs full-scale groups; NCCL entries honour testScale."""
     if entry.scope == "per-node":
@@ -256,6 +268,10 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
                    **merge_options(glob, own)}
         options["thresholds"] = thresholds
         options["testScale"] = effective_test_scale(entry, options["testScale"])
+        if options["testScale"] == "diagnose":
+            _check_diagnose_thresholds(thresholds, f"{where}.thresholds" if "thresholds" in own else
+                                       f"{source}: spec.options.thresholds" if "thresholds" in _set_fields(
+                                           cert.spec.options) else f"{source}: spec.thresholds")
         if options["testScale"] == "diagnose" and "timeoutPerJob" not in {**glob, **own}:
             options["timeoutPerJob"] = DIAGNOSE_TIMEOUT
         if entry.domain == "training" and "resources" not in options:

@@ -154,3 +154,48 @@ def test_json_runtime_error() -> None:
 def test_truncated_json_is_incomplete(cut: int) -> None:
     text = (REAL / "06-8gpu-dcgm3.1.0-json-with-null-entries-and-warning-prefix.txt").read_text()[:cut]
     assert parse_dcgm(text)["status"] == "incomplete"
+
+
+# --- issue 9 item 8: fail closed on DCGM output that diagnosed nothing, ran twice, or could not complete ---------
+
+def test_every_test_skipped_is_not_a_pass() -> None:
+    from nvcre_hera.parsers.reasons import dcgm_reasons, metrics_from
+
+    res = parse_dcgm(_table(_cell("GPU Memory", "Skip - All"), _cell("Diagnostic", "Skip - All"),
+                            _cell("PCIe", "Skip - All")))
+    assert res["status"] == "incomplete"
+    assert metrics_from("dcgm", res) == {}
+    (reason,) = dcgm_reasons(res)
+    assert reason["reason"] == "MeasurementNotFound" and "skipped" in reason["message"]
+
+
+def test_two_table_runs_are_judged_on_the_last() -> None:
+    failed_then_passed = _table(_cell("GPU Memory", "Fail - GPU: 3")) + _table(_cell("GPU Memory", "Pass - All"))
+    res = parse_dcgm(failed_then_passed)
+    assert res["status"] == "pass" and [t["name"] for t in res["tests"]] == ["GPU Memory"]
+    passed_then_failed = _table(_cell("GPU Memory", "Pass - All")) + _table(_cell("GPU Memory", "Fail - GPU: 3"))
+    res = parse_dcgm(passed_then_failed)
+    assert res["status"] == "fail" and res["failedGpus"] == [3]
+
+
+def test_two_json_runs_are_judged_on_the_last() -> None:
+    def run(status: str) -> str:
+        return json.dumps({"DCGM GPU Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [
+            {"name": "GPU Memory", "results": [{"gpu_ids": "0", "status": status}]}]}], "version": "3.3.5"}})
+    assert parse_dcgm(run("Pass") + "\n" + run("Fail"))["status"] == "fail"
+    assert parse_dcgm(run("Fail") + "\n" + run("Pass"))["status"] == "pass"
+
+
+@pytest.mark.parametrize("body", [
+    _table(_cell("GPU Memory", "Pass - All")),                      # a closed table of passes, then the error
+    _table(_cell("GPU Memory", "Fail - GPU: 3"), closed=False),      # a partial failure, then the error
+    json.dumps({"DCGM GPU Diagnostic": {"test_categories": [{"category": "Hardware", "tests": [
+        {"name": "GPU Memory", "results": [{"gpu_ids": "0", "status": "Pass"}]}]}]}}) + "\n",  # JSON, then the error
+])
+def test_unable_to_complete_is_an_error(body: str) -> None:
+    from nvcre_hera.parsers.reasons import dcgm_reasons, metrics_from
+
+    res = parse_dcgm(body + "Error: Unable to complete diagnostic for group 2. Return: (-29) GPU is lost\n")
+    assert res["status"] == "error"
+    assert metrics_from("dcgm", res) == {}
+    assert dcgm_reasons(res)[0]["reason"] == "WorkloadFailed"

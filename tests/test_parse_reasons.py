@@ -42,26 +42,29 @@ def test_workload_failed_on_init_failure() -> None:
 
 def test_transport_mismatch_and_switch() -> None:
     res = _nccl("11-v100-2node-socket-fallback-nccl-warn-init.txt")
-    assert _names(nccl_reasons(res, expected_fabric="EFA")) == ["WorkloadFailed", "TransportMismatch"]
-    assert _names(nccl_reasons(res, expected_fabric="efa", transport_check=False)) == ["WorkloadFailed"]
-    assert _names(nccl_reasons(res, expected_fabric=None)) == ["WorkloadFailed"]
-    assert _names(nccl_reasons(res, expected_fabric="ethernet")) == ["WorkloadFailed"]
+    # the excerpt ends at init: nothing measured (its WARN is no failure evidence), and the socket fallback shows
+    assert _names(nccl_reasons(res, expected_fabric="EFA")) == ["MeasurementNotFound", "TransportMismatch"]
+    assert _names(nccl_reasons(res, expected_fabric="efa", transport_check=False)) == ["MeasurementNotFound"]
+    assert _names(nccl_reasons(res, expected_fabric=None)) == ["MeasurementNotFound"]
+    assert _names(nccl_reasons(res, expected_fabric="ethernet")) == ["MeasurementNotFound"]
     for fabric in ("IB", "InfiniBand", "roce"):
         assert "TransportMismatch" in _names(nccl_reasons(res, expected_fabric=fabric))
 
 
 def test_measurement_not_found() -> None:
     assert _names(nccl_reasons(parse_nccl("just some text\n"))) == ["MeasurementNotFound"]
-    # a truncated table with numbers is incomplete but measurable: no reason here, the status says it
-    assert nccl_reasons(_nccl("17-gb10-dgx-spark-2node-nccltests2.20-allreduce-partial.txt")) == []
+    # issue 9 item 2: a table cut after its last row (no footer) is no measurement, whatever its numbers say
+    (reason,) = nccl_reasons(_nccl("17-gb10-dgx-spark-2node-nccltests2.20-allreduce-partial.txt"))
+    assert reason["reason"] == "MeasurementNotFound" and "footer" in reason["message"]
 
 
-def test_warn_and_unfinished_table_is_workload_failed() -> None:
+def test_warn_and_unfinished_table_is_no_measurement_not_a_failure() -> None:
     text = ("h:1:1 [0] NCCL WARN Connect to 10.0.0.2<1234> failed : Connection refused\n"
             "        1024           256     float     sum      -1    10.00    0.10    0.19      0    10.00    0.10    0.19      0\n")
     res = parse_nccl(text)
-    assert res["status"] == "failed"
-    assert _names(nccl_reasons(res)) == ["WorkloadFailed"]
+    assert res["status"] == "incomplete"
+    (reason,) = nccl_reasons(res)
+    assert reason["reason"] == "MeasurementNotFound" and "Connection refused" in reason["message"]
 
 
 def test_dcgm_reasons() -> None:

@@ -41,6 +41,10 @@ class Cluster(Protocol):
     def now(self) -> float:
         """Seconds on this cluster's clock (wall clock for real clusters, simulated time for the simulator)."""
 
+    def sleep(self, seconds: float) -> None:
+        """Wait on this cluster's clock (a real sleep on a real cluster; the simulator moves its clock): the run
+        step waits this way for a launcher log that lags behind its job (`measurementTimeout`)."""
+
     def list_nodes(self) -> list[dict]:
         """All Node objects, as dicts."""
 

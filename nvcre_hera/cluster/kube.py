@@ -139,6 +139,9 @@ class KubeCluster:
     def now(self) -> float:
         return self._clock()
 
+    def sleep(self, seconds: float) -> None:
+        self._sleep(max(0.0, float(seconds)))
+
     def list_nodes(self) -> list[dict]:
         return [self._dict(n) for n in self._call(self.core.list_node).items]
 

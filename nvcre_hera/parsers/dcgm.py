@@ -7,8 +7,13 @@ category rows (`|-----  Hardware  ---+---|`), `Warning`/`Info` rows whose text d
 JSON: `{"DCGM GPU Diagnostic": {...}}` (2.x/3.x, `gpu_ids` as "0,1,2" or an int) and `{"DCGM Diagnostic": {...}}`
 (4.x, results per `entity_group`/`entity_id`, `test_summary`), `null` entries, stray lines before the JSON.
 
-Status: `fail` if any test failed; `error` if dcgmi reported an error and nothing failed; `incomplete` when no test
-was read or the table never closed (no bottom border after the last test); else `pass` (skipped tests are fine).
+Several runs in one file (a retried diag, two `dcgmi diag` calls in one log) are judged on the LAST one: a table
+restarts at its `| Diagnostic | Result |` header row, and of several JSON results the last one counts.
+
+Status: `error` when dcgmi could not complete the diagnostic (`Error: Unable to complete diagnostic …`, a JSON
+`runtime_error`), whatever the partial table says; else `fail` if any test failed; `error` on any other dcgmi error
+line; `incomplete` when no test was read, every test was skipped (nothing was diagnosed), or the table never closed
+(no bottom border after the last test); else `pass` (some skipped tests are fine).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ _STATUS = re.compile(r"^(pass|fail|skip|warn|not run)\b\s*(?:-\s*(?:(all)|gpus?\
 _GPU_LINE = re.compile(r"^GPU\s*(\d{1,9})\s*:\s*(pass|fail|skip|warn|not run)\b", re.I)
 _GPU_MENTION = re.compile(r"\bGPU\s*(\d{1,9})\b")
 _ERROR = re.compile(r"^\s*Error\b\s*:?", re.I)
+_NOT_COMPLETED = re.compile(r"Unable to complete diagnostic|Could not start NVVS|Host engine connection", re.I)
 _META = {"dcgm version": "version", "driver version detected": "driver", "gpu device ids detected": "deviceIds"}
 _STATUS_WORDS = {"pass": "pass", "fail": "fail", "skip": "skip", "warn": "warn", "not run": "skip",
                  "warning": "warn", "skipped": "skip", "failed": "fail", "passed": "pass"}
@@ -77,6 +83,11 @@ def _parse_table(lines: list[str], result: dict[str, Any]) -> tuple[list[dict[st
         name = parts[1].strip()
         cell = "|".join(parts[2:-1]) if len(parts) > 3 else parts[2]
         value = " ".join(cell.split())
+        if name.lower() == "diagnostic" and value.lower() == "result":  # a new run begins: the last one counts
+            tests, category, current, target, all_gpus, closed = [], None, None, None, [], False
+            result["errors"].clear()
+            result["_meta"].clear()
+            continue
         if not name:
             m = _GPU_LINE.match(value)
             st = _STATUS.match(value)
@@ -214,29 +225,35 @@ def _parse_json(obj: dict[str, Any], result: dict[str, Any]) -> list[dict[str, A
     return tests
 
 
-def _find_json(text: str) -> dict[str, Any] | None:
-    """The first JSON object that starts a line and looks like a diag result (lines before it are noise)."""
+def _find_json(text: str) -> tuple[dict[str, Any] | None, str]:
+    """The LAST JSON object that starts a line and looks like a diag result (lines around it are noise), and the
+    text after it (where dcgmi may still print an `Error:` line)."""
     decoder = json.JSONDecoder()
+    found: tuple[dict[str, Any] | None, str] = (None, "")
+    pos = 0
     for m in re.finditer(r"^[ \t]*\{", text, re.M):
+        if m.start() < pos:
+            continue
         try:
-            obj, _ = decoder.raw_decode(text, m.end() - 1)
+            obj, end = decoder.raw_decode(text, m.end() - 1)
         except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict) and ("DCGM GPU Diagnostic" in obj or "DCGM Diagnostic" in obj
                                       or "test_categories" in obj):
-            return obj
-    return None
+            found, pos = (obj, text[end:]), end
+    return found
 
 
 def parse_dcgm(text: str) -> dict[str, Any]:
     """Read `dcgmi diag` output (table or JSON) into a plain dict; never raises on odd input."""
     result: dict[str, Any] = {"format": None, "version": None, "driverVersion": None, "errors": [],
                               "warnings": [], "info": [], "_meta": {}}
-    obj = _find_json(text) if "{" in text else None
+    obj, after = _find_json(text) if "{" in text else (None, "")
     if obj is not None:
         result["format"] = "json"
         result.pop("_meta")
         tests, closed = _parse_json(obj, result), True
+        result["errors"] += [line.strip() for line in after.splitlines() if _ERROR.match(line)]
     else:
         tests, closed = _parse_table(text.splitlines(), result)
         result["format"] = "table" if tests else None
@@ -247,11 +264,13 @@ def parse_dcgm(text: str) -> dict[str, Any]:
         if not bad and not t["gpus"]:
             bad = [int(g) for w in t["warnings"] for g in _GPU_MENTION.findall(w)]
         failed_gpus.update(bad)
-    if failed:
+    if any(_NOT_COMPLETED.search(e) for e in result["errors"]):
+        status = "error"  # the diagnostic did not complete: a partial table is no verdict either way
+    elif failed:
         status = "fail"
     elif result["errors"]:
         status = "error"
-    elif not tests or not closed:
+    elif not tests or not closed or all(t["status"] == "skip" for t in tests):
         status = "incomplete"
     else:
         status = "pass"

@@ -10,10 +10,11 @@ and NCCL INFO/WARN lines interleaved anywhere.
 Duplicated rows (same size, type, redop, root: a `-N` repeat, a re-read stream) keep the LAST occurrence at the
 position of the first, so the newest measurement wins and the row order stays that of the log.
 
-Status: `failed` on a fatal error line (Test NCCL/CUDA failure, MPI abort banners), any #wrong > 0, an
-out-of-bounds FAILED footer, or NCCL WARN lines in a run that never finished; `incomplete` when there are no rows
-or no `# Avg bus bandwidth` footer; else `ok`. NCCL WARN lines are always listed in `errors`, but a run that
-completed its table and footer with WARN lines only stays `ok` (EFA/OFI plugins warn on healthy clusters).
+Status: `failed` only on failure evidence: a fatal error line (Test NCCL/CUDA failure, MPI abort banners), any
+#wrong > 0, an out-of-bounds FAILED footer; `incomplete` when there are no rows or no `# Avg bus bandwidth` footer
+(a log cut short is never a measurement); else `ok`. NCCL WARN lines are listed in `warnings`, never in `errors`,
+and never fail a run by themselves (`Failed to open libibverbs.so` on a socket-only machine, EFA/OFI plugins probing
+providers: healthy clusters warn); a WARN before a run that never finished leaves it `incomplete`.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ _VIA_NET = re.compile(r"via NET/([A-Za-z][^/]*?)\s*(?:/|$)")
 _NET_USING = re.compile(r"NET/(IB|Socket|OFI)\s*:?\s*(?:Using|Selected)")
 _PLUGIN = re.compile(r"(?:Loaded net plugin|NET/Plugin\s*:?\s*(?:Loaded|Using))\s+(.+?)\s*(?:\(|$)")
 _NETWORK_NAMES = {"ib": "NET/IB", "socket": "NET/Socket", "aws libfabric": "NET/OFI", "ofi": "NET/OFI"}
-_MAX_ERRORS = 50  # lines kept in `errors`; `errorCount` counts them all
+_MAX_ERRORS = 50  # lines kept in `errors` (and in `warnings`); `errorCount`/`warningCount` count them all
 
 
 def _num(tok: str) -> float | None:
@@ -156,8 +157,9 @@ def parse_nccl(text: str) -> dict[str, Any]:
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
     errors: list[str] = []
     n_errors = 0
+    warnings: list[str] = []
+    n_warnings = 0
     fatal = False
-    warned = False
     test: str | None = None
     test_from_banner = False
     layout: tuple[int, bool] | None = None
@@ -220,10 +222,9 @@ def parse_nccl(text: str) -> dict[str, Any]:
             continue
         if "NCCL" in s:
             if "NCCL WARN" in s:
-                warned = True
-                n_errors += 1
-                if n_errors <= _MAX_ERRORS:
-                    errors.append(s.strip())
+                n_warnings += 1
+                if n_warnings <= _MAX_ERRORS:
+                    warnings.append(s.strip())
                 continue
             if "NCCL INFO" in s:
                 if "NET" in s or "network" in s:
@@ -243,11 +244,13 @@ def parse_nccl(text: str) -> dict[str, Any]:
             if n_errors <= _MAX_ERRORS:
                 errors.append(s.strip())
 
-    return _summarise(list(rows.values()), errors, n_errors, fatal, warned, test, avg, footer, oob_count,
-                      oob_ok, devices, found, nccl_version, tests_version, skipped)
+    result = _summarise(list(rows.values()), errors, n_errors, fatal, test, avg, footer, oob_count,
+                        oob_ok, devices, found, nccl_version, tests_version, skipped)
+    result.update(warnings=warnings, warningCount=n_warnings)
+    return result
 
 
-def _summarise(rows: list[dict[str, Any]], errors: list[str], n_errors: int, fatal: bool, warned: bool, test: str | None,
+def _summarise(rows: list[dict[str, Any]], errors: list[str], n_errors: int, fatal: bool, test: str | None,
                avg: float | None, footer: bool, oob_count: int | None, oob_ok: bool,
                devices: dict[int, dict[str, Any]], found: dict[str, tuple[int, str]], nccl_version: str | None,
                tests_version: str | None, skipped: int) -> dict[str, Any]:
@@ -265,7 +268,7 @@ def _summarise(rows: list[dict[str, Any]], errors: list[str], n_errors: int, fat
             err = half.get("error")
             if err is not None and (max_error is None or err > max_error):
                 max_error = err
-    failed = fatal or (wrong or 0) > 0 or not oob_ok or (warned and not (rows and footer))
+    failed = fatal or (wrong or 0) > 0 or not oob_ok
     status = "failed" if failed else "incomplete" if not rows or not footer else "ok"
     return {
         "test": test,

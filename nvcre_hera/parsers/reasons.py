@@ -5,9 +5,10 @@ the test ran on. Reasons:
 
 - `DataCorruption`: nccl-tests counted wrong values (#wrong > 0) or printed `# Out of bounds values : N FAILED`.
 - `WorkloadFailed`: NCCL/CUDA test failure, an MPI abort banner (unless it only follows DataCorruption:
-  nccl-tests exits non-zero on wrong data), NCCL WARN lines in a run that never printed its table, a training
-  loss that became NaN, or `dcgmi diag` that could not run (`Error: ...`).
-- `MeasurementNotFound`: nothing measurable: no nccl-tests rows and no error, no training step, no diag result.
+  nccl-tests exits non-zero on wrong data), a training loss that became NaN, or `dcgmi diag` that could not run
+  (`Error: ...`). NCCL WARN lines are no failure evidence: they are kept (`warnings`), never a reason.
+- `MeasurementNotFound`: nothing complete to measure: no nccl-tests rows, rows without the `# Avg bus bandwidth`
+  footer (a log cut short: the last row may be the one that never finished), no training step, no diag result.
 - `DiagnosticFailed`: a `dcgmi diag` test failed; the message names the test and the GPUs.
 - `TransportMismatch`: NCCL used `NET/Socket` (TCP) although the platform's fabric is InfiniBand, EFA or RoCE
   (`expected_fabric` in ib/infiniband/efa/roce, case-insensitive): the fast fabric was not used, so bandwidth
@@ -36,10 +37,6 @@ def _reason(reason: str, message: str) -> dict[str, Any]:
     return {"node": None, "reason": reason, "message": message}
 
 
-def _is_fatal(line: str) -> bool:
-    return "NCCL WARN" not in line
-
-
 def nccl_reasons(result: dict[str, Any], expected_fabric: str | None = None,
                  transport_check: bool = True) -> list[dict[str, Any]]:
     """Reasons for one nccl-tests result (see the module docstring for what triggers each)."""
@@ -56,17 +53,18 @@ def nccl_reasons(result: dict[str, Any], expected_fabric: str | None = None,
         corrupt.append(f"out of bounds values: {oob.get('count')} FAILED")
     if corrupt:
         out.append(_reason("DataCorruption", f"{test}: " + "; ".join(corrupt)))
-    fatal = [e for e in errors if _is_fatal(e)]
+    fatal = [e for e in errors if "NCCL WARN" not in e]  # older results listed WARN lines among the errors
     if corrupt and all(e.startswith(_ABORT_BANNERS) for e in fatal):
         fatal = []  # nccl-tests exits non-zero on wrong data: the abort banner is the consequence, not a 2nd cause
     if fatal:
         out.append(_reason("WorkloadFailed", f"{test}: {fatal[0]}"))
-    elif errors and (not rows or result.get("avgBusBandwidthGBps") is None):
-        what = "no result table" if not rows else "the run did not finish"
-        out.append(_reason("WorkloadFailed", f"{test}: {what}; {errors[0]}"))
-    elif not errors and result.get("busBandwidthGBps") is None and not corrupt:
-        what = "no result rows" if not rows else "no bandwidth value in the result rows"
-        out.append(_reason("MeasurementNotFound", f"{test}: {what}"))
+    elif not corrupt and (result.get("busBandwidthGBps") is None or result.get("status") != "ok"):
+        what = ("no result rows" if not rows else "no bandwidth value in the result rows"
+                if result.get("busBandwidthGBps") is None else
+                "result rows but no `# Avg bus bandwidth` footer: the log ends before the run did")
+        warnings = [str(w) for w in result.get("warnings") or []]
+        seen = f"; last NCCL WARN: {warnings[-1]}" if warnings else ""
+        out.append(_reason("MeasurementNotFound", f"{test}: {what}{seen}"))
     fabric = (expected_fabric or "").strip().lower()
     if transport_check and fabric in FAST_FABRICS and result.get("transport") == "NET/Socket":
         out.append(_reason("TransportMismatch",
@@ -76,9 +74,13 @@ def nccl_reasons(result: dict[str, Any], expected_fabric: str | None = None,
 
 
 def dcgm_reasons(result: dict[str, Any]) -> list[dict[str, Any]]:
-    """One DiagnosticFailed per failed diag test; WorkloadFailed when dcgmi errored; MeasurementNotFound if empty."""
+    """One DiagnosticFailed per failed diag test; WorkloadFailed when dcgmi errored (beside any partial failure);
+    MeasurementNotFound when nothing was diagnosed (no result, or every test skipped)."""
     status = result.get("status")
     out: list[dict[str, Any]] = []
+    if status == "error":
+        errors = result.get("errors") or ["unknown error"]
+        out.append(_reason("WorkloadFailed", f"dcgmi diag could not run: {errors[0]}"))
     for test in result.get("tests") or []:
         if test.get("status") != "fail":
             continue
@@ -89,9 +91,10 @@ def dcgm_reasons(result: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(_reason("DiagnosticFailed", f'dcgmi diag: test "{test.get("name")}" failed{where}{detail}'))
     if out:
         return out
-    if status == "error":
-        errors = result.get("errors") or ["unknown error"]
-        out.append(_reason("WorkloadFailed", f"dcgmi diag could not run: {errors[0]}"))
+    tests = result.get("tests") or []
+    if status != "pass" and tests and all(t.get("status") == "skip" for t in tests):
+        out.append(_reason("MeasurementNotFound", f"dcgmi diag: every test was skipped ({len(tests)}): "
+                                                  "nothing was diagnosed"))
     elif status != "pass":
         out.append(_reason("MeasurementNotFound", "dcgmi diag: no complete diagnostic result in the output"))
     return out
@@ -120,6 +123,14 @@ _METRICS = {
 }
 
 
+def measurement_complete(kind: str, result: dict[str, Any]) -> bool:
+    """Whether a parsed log holds a finished measurement (the run step waits for one up to measurementTimeout):
+    nccl-tests and dcgmi print a footer or closing border; a training log has at least one step."""
+    if kind in ("nccl", "dcgm"):
+        return result.get("status") not in (None, "incomplete")
+    return bool(metrics_from(kind, result))
+
+
 def metrics_from(kind: str, result: dict[str, Any]) -> dict[str, float]:
     """The threshold metrics a parsed result yields; absent or null values are left out (the judge fails closed)."""
     if kind == "exit":  # judged by the exit code alone: no metrics
@@ -137,4 +148,4 @@ def metrics_from(kind: str, result: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-__all__ = ["FAST_FABRICS", "dcgm_reasons", "metrics_from", "nccl_reasons", "training_reasons"]
+__all__ = ["FAST_FABRICS", "dcgm_reasons", "measurement_complete", "metrics_from", "nccl_reasons", "training_reasons"]

@@ -6,8 +6,10 @@ NeMo 2's progress printer (`Training epoch E, iteration N/M | key: value | ...`)
 
 Warmup: the FIRST logged step line is left out of the averages (compilation, allocator and NCCL warmup make it slow)
 whenever more than one step line was read; with a single line, that line is used. A step logged twice (tqdm
-refreshes, a re-read stream) keeps its last values. `goodputRatio` is read only from an explicit `goodput` figure in
-the log (e.g. a goodput-measurement summary); it is never guessed from timestamps, so it is usually null.
+refreshes, a re-read stream) keeps its last values. `goodputRatio` here is only an explicit `goodput` figure in the
+log (e.g. a goodput-measurement summary); `productiveSec` is the step time the log accounts for (each logged step
+time times the iterations since the previous logged line, warmup included: it is work done), so the run step can
+compute NVCRE's goodput with the job's wall time (`goodput_ratio`).
 """
 
 from __future__ import annotations
@@ -105,6 +107,14 @@ def parse_training(text: str, warmup_steps: int = WARMUP_STEPS) -> dict[str, Any
         steps[it] = {"iteration": it, "stepTimeSec": _finite(secs), "tflopsPerGPU": _finite(_pick(fields, _TFLOPS)),
                      "loss": _finite(loss)}
     ordered = list(steps.values())
+    productive: float | None = 0.0 if ordered else None
+    previous = 0
+    for step in sorted(ordered, key=lambda x: x["iteration"]):
+        if step["stepTimeSec"] is None or productive is None:
+            productive = None  # a logged step without its time: the productive time is unknown, not smaller
+            break
+        productive += step["stepTimeSec"] * max(1, step["iteration"] - previous)
+        previous = step["iteration"]
     used = ordered[warmup_steps:] if len(ordered) > warmup_steps else ordered
     times = [s["stepTimeSec"] for s in used if s["stepTimeSec"] is not None]
     tflops = [s["tflopsPerGPU"] for s in used if s["tflopsPerGPU"] is not None]
@@ -122,8 +132,23 @@ def parse_training(text: str, warmup_steps: int = WARMUP_STEPS) -> dict[str, Any
         "lossNaNAtIteration": loss_nan_at,
         "lastLoss": losses[-1] if losses else None,
         "goodputRatio": goodput,
+        "productiveSec": productive,
         "logInterval": int(median(gaps)) if gaps else None,
     }
+
+
+def goodput_ratio(result: dict[str, Any], wall_s: float) -> float | None:
+    """NVCRE's runtime goodput, `(t_w - t_ch - t_rm - t_re - t_save) / (t_w - t_re)` (cluster-readiness-engine
+    `pkg/goodput/calculator.go`), for one run of our training job: no interruption, reschedule or checkpoint
+    (t_ch = t_re = t_save = 0), so it is the productive step time over the wall time since the job was created,
+    `t_rm` being everything else (startup, rendezvous, model build, the end). An explicit goodput figure in the log
+    wins. None when the log does not say how long its steps took."""
+    if result.get("goodputRatio") is not None:
+        return float(result["goodputRatio"])
+    productive = result.get("productiveSec")
+    if productive is None or not wall_s or wall_s <= 0 or not math.isfinite(wall_s):
+        return None
+    return max(0.0, min(1.0, float(productive) / float(wall_s)))
 
 
 def _finite(v: float | None) -> float | None:
@@ -153,4 +178,4 @@ def detect_stall(text: str, elapsed_since_last_step_s: float, multiplier: float 
     return elapsed_since_last_step_s > threshold
 
 
-__all__ = ["WARMUP_STEPS", "detect_stall", "last_step_progress", "parse_training"]
+__all__ = ["WARMUP_STEPS", "detect_stall", "goodput_ratio", "last_step_progress", "parse_training"]

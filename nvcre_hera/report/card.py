@@ -151,6 +151,10 @@ def describe_evidence(evidence: Any) -> str:
 def _diagnose_lines(d: dict) -> list[str]:
     lines = [f"Diagnose:   {d.get('nodeCount') or '?'} nodes, {d.get('jobs') or 0} jobs in {d.get('rounds') or 0} "
              f"rounds, {number(d.get('nodeMinutes'))} node-minutes"]
+    if d.get("passLineGBps") is not None:
+        lines.append(f"  search pass line: busBandwidthGBps >= {number(d['passLineGBps'])} (from the threshold)")
+    if d.get("repeatsPerTest"):
+        lines.append(f"  each test ran {d['repeatsPerTest']} time(s) (repeatCount); the worst run counts")
     for s in d.get("suspects") or []:
         lines.append(f"  suspect {clean(s.get('node'))}: {clean(s.get('reason'))}, deficit {number(s.get('deficit'))}, "
                      f"confidence {number(s.get('confidence'))}")
@@ -166,6 +170,16 @@ def _diagnose_lines(d: dict) -> list[str]:
     return lines
 
 
+def _repeat_lines(c: dict) -> list[str]:
+    """How many times each group ran (repeatCount): a flapping node hides from a single run."""
+    counts = sorted({int(g.get("repeats") or 1) for g in c.get("groups") or [] if g.get("nodes")})
+    if (c.get("diagnose") or {}).get("repeatsPerTest"):
+        counts = [int(c["diagnose"]["repeatsPerTest"])]
+    if not counts or counts == [1]:
+        return []
+    return [f"Repeats:    {counts[0] if len(counts) == 1 else f'{counts[0]}-{counts[-1]}'} per group"]
+
+
 def _category_box(c: dict) -> list[str]:
     lines = [
         f"Status:     {c.get('status')}",
@@ -174,6 +188,7 @@ def _category_box(c: dict) -> list[str]:
         f"Scale:      {c.get('testScale') or '-'}",
         f"Nodes/Job:  {c.get('nodesPerJob') if c.get('nodesPerJob') is not None else '-'}",
         f"Jobs:       {c.get('jobs', 0)}",
+        *_repeat_lines(c),
         f"MNNVL:      {'enabled' if c.get('enableMNNVL') else 'disabled'}",
     ]
     if c.get("bandwidth"):
@@ -189,6 +204,11 @@ def _category_box(c: dict) -> list[str]:
         lines.append(NO_THRESHOLDS)
     if c.get("diagnose"):
         lines += ["", *_diagnose_lines(c["diagnose"])]
+    if c.get("incomplete"):
+        lines += ["", f"Incomplete: {clean(c['incomplete'])}"]
+    warned = [g for g in c.get("groups") or [] if g.get("warnings")]
+    if warned:  # kept for the reader; a warning is no failure evidence
+        lines += ["", f"Warnings:   {len(warned)} group(s) logged NCCL WARN lines, e.g. {clean(warned[0]['warnings'][0])}"]
     if c.get("failedGroups"):
         lines += ["", *_failed_group_lines(c["failedGroups"])]
     return _box(f"{c.get('domain')}/{c.get('variant')}", lines)
@@ -225,6 +245,7 @@ def render_card(report: dict) -> str:
     lines += [f"  {clean(n.get('name'))}: {', '.join(n.get('reasons') or [])}" for n in failed]
     if excluded:
         lines.append(f"Excluded:      {len(excluded)}")
+    lines += [f"Incomplete:    {clean(m)}" for m in report.get("incomplete") or []]
     lines.append(f"Cleanup:       {cleanup.get('jobsCreated', 0)} job objects created, "
                  f"{cleanup.get('jobsDeleted', 0)} deleted, {len(leftover)} left"
                  + (f" ({', '.join(clean(n) for n in leftover)})" if leftover else ""))

@@ -62,7 +62,12 @@ def _category_suite(parent: ET.Element, c: dict) -> tuple[int, int]:
         if metrics:
             out = ET.SubElement(case, "system-out")
             out.text = _x("\n".join(f"{k}={v}" for k, v in metrics.items()))
-    if not groups:  # the step itself errored: one failing testcase so the category is not silently green
+    if c.get("incomplete"):  # it could not test what it names: never green in a CI view (INCOMPLETE exits 1)
+        tests += 1
+        failures += 1
+        case = ET.SubElement(suite, "testcase", name="incomplete", classname=_x(name.replace("/", ".")), time="0.000")
+        ET.SubElement(case, "failure", message=_x(c["incomplete"]), type="Incomplete").text = _x(c["incomplete"])
+    elif not groups:  # the step itself errored: one failing testcase so the category is not silently green
         for f in c.get("failedGroups") or [{"reason": c.get("failureReason") or "WorkloadFailed", "message": ""}]:
             tests += 1
             failures += 1

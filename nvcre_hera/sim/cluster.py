@@ -96,6 +96,10 @@ class SimCluster:
     def set_clock(self, t: float) -> None:
         self.clock = float(t)
 
+    def sleep(self, seconds: float) -> None:
+        """Simulated waiting: the clock moves, nothing sleeps."""
+        self.clock += max(0.0, float(seconds))
+
     def node_health(self, name: str, t: float | None = None) -> list[str]:
         """Bad states ("NotReady", "Unschedulable") of a node at `t` (default: now)."""
         return health_at(self._events, name, self.clock if t is None else t)
@@ -212,6 +216,13 @@ class SimCluster:
     def job_values(self, name: str) -> dict:
         """What the simulator decided a job measured (for tests and benchmarks; no real cluster has this)."""
         return dict(self._jobs[name].values)
+
+    def job_records(self) -> list[dict]:
+        """Every job this cluster ran, as the simulator decided it (ground truth for tests: which nodes, when, the
+        failure it injected and the values it measured; no real cluster has this)."""
+        return [{"name": j.name, "test": j.spec.get("test"), "category": j.spec.get("category"), "nodes": j.nodes,
+                 "start": j.start, "end": j.start + (j.outcome.elapsed_s if j.outcome else 0.0),
+                 "failure": j.failure, "values": dict(j.values)} for j in self._jobs.values()]
 
     def _live(self, name: str) -> SimJob:
         job = self._jobs.get(name)

@@ -7,22 +7,24 @@ minority GPU architecture, nodes with fewer allocatable GPUs than the categories
 
 from __future__ import annotations
 
-import re
 from typing import Any, Callable
 
-from nvcre_hera.catalog import gpu_defaults
+from nvcre_hera.catalog import gpu_defaults, plan_entry
 from nvcre_hera.cluster.base import Cluster
 from nvcre_hera.grouping import (
     CLIQUE_LABEL,
     Exclusion,
     allocatable_gpus,
     build_groups,
+    requested_exclusions,
     select_nodes,
     topology_domains,
+    unmatched_target,
 )
 from nvcre_hera.nodeindex import make_setup, target_order
 from nvcre_hera.platform import GPU_PRODUCT_LABEL, detect_architecture, detect_platform, node_labels, node_name
 from nvcre_hera.steps.io import Outputs
+from nvcre_hera.threshold_bounds import floor_of
 
 
 def _architecture_filter(nodes: list[dict], product: str | None) -> tuple[list[dict], list[Exclusion]]:
@@ -50,27 +52,52 @@ def _gpu_filter(nodes: list[dict], needed: int) -> tuple[list[dict], list[Exclus
     return keep, excluded
 
 
-def floor_of(expression: str | None) -> float | None:
-    """The bandwidth floor in a threshold like `value >= 300` (the planner's pass line); None if not that simple."""
-    match = re.fullmatch(r"\s*value\s*>=?\s*([0-9]+(?:\.[0-9]*)?)\s*", expression or "")
-    return float(match.group(1)) if match else None
-
-
 def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], opts: dict) -> dict:
     has_cliques = any(CLIQUE_LABEL in node_labels(n) for n in eligible)
     cliques = topology_domains(eligible) if has_cliques else None  # racks are no NVLink domain: √N chunks then
     config = {"strategy": opts.get("diagnoseStrategy", "adaptive"), "maxConcurrent": int(opts["maxConcurrent"]),
               "minGroupSize": int(opts["minGroupSize"]), "baselineGBps": None, "seed": 0,
-              "threshold": floor_of((opts.get("thresholds") or {}).get("busBandwidthGBps"))}
+              # the planner's pass line, from the CEL tree (the loader refused any threshold it cannot read)
+              "threshold": floor_of((opts.get("thresholds") or {}).get("busBandwidthGBps")),
+              "thresholds": dict(opts.get("thresholds") or {})}
     return make_setup(target_order(all_nodes, target), sorted(node_name(n) for n in eligible), cliques, config,
                       target)
 
 
+def scale_gap(cat: dict, groups: list[dict], node_count: int, gpus_per_node: int) -> str | None:
+    """Why this category's scale cannot exercise what it names, or None. A per-group test at full-scale, intra-rack
+    or diagnose is meant to cross the network between nodes: a group of one node never does (it measures NVLink
+    only), and a group with fewer GPUs than the workload needs cannot run it as meant. Such a run is INCOMPLETE."""
+    entry = plan_entry(cat)
+    scale = cat["options"]["testScale"]
+    if entry.scope != "per-group" or scale == "intra-node":
+        return None
+    if scale == "diagnose":
+        return None if node_count >= 2 else (f"diagnose needs at least 2 nodes to compare, the target has "
+                                             f"{node_count}")
+    if not groups:
+        return None
+    small = [g for g in groups if len(g["nodes"]) < 2]
+    if small:
+        names = ", ".join(f"{g['id']} ({g['nodes'][0]})" for g in small[:4]) + (" …" if len(small) > 4 else "")
+        return (f"{scale}: {len(small)} of {len(groups)} group(s) have a single node ({names}): no job crossed the "
+                f"network between nodes, so the {scale} test did not run as named (it needs at least 2 nodes a group)")
+    if entry.min_gpus:
+        short = [g for g in groups if len(g["nodes"]) * gpus_per_node < entry.min_gpus]
+        if short:
+            return (f"{scale}: group {short[0]['id']} has {len(short[0]['nodes']) * gpus_per_node} GPUs, "
+                    f"{entry.key} needs at least {entry.min_gpus}")
+    return None
+
+
 def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable[[str], None]) -> int:
     all_nodes = cluster.list_nodes()
-    selection = select_nodes(all_nodes, plan.get("target") or {})
+    target = plan.get("target") or {}
+    selection = select_nodes(all_nodes, target)
+    selection.excluded += requested_exclusions(all_nodes, target)
+    incomplete = [] if selection.selected or selection.excluded else [unmatched_target(all_nodes, target)]
     try:
-        platform = detect_platform(selection.selected)
+        platform = detect_platform(selection.selected) if selection.selected else "unknown"
     except ValueError as exc:
         log(f"discover: {exc}")
         return 1
@@ -84,6 +111,7 @@ def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable
     summary_categories = []
     for cat in plan["categories"]:
         opts = cat["options"]
+        gpn = int(opts.get("gpusPerNode") or defaults["gpusPerNode"])
         size = opts.get("nodesPerJob")
         scale = "full-scale" if opts["testScale"] == "diagnose" else opts["testScale"]
         groups = build_groups(nodes, scale, min(size, len(nodes)) if size else None) if nodes else []
@@ -93,13 +121,15 @@ def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable
         else:
             out.write(f"groups-{cat['index']}", groups)
         summary_categories.append({"index": cat["index"], "testScale": opts["testScale"], "groups": len(groups),
-                                   "nodesPerJob": max((len(g["nodes"]) for g in groups), default=0)})
+                                   "nodesPerJob": max((len(g["nodes"]) for g in groups), default=0),
+                                   "incomplete": scale_gap(cat, groups, len(nodes), gpn)})
     summary = {
         "platform": platform, "gpu": arch or "unknown", "gpuProduct": product,
         "totalNodes": len(selection.selected) + len(selection.excluded),
         "selectedNodes": len(nodes),
         "excludedNodes": [e.to_dict() for e in sorted(excluded, key=lambda e: e.name)],
         "categories": summary_categories,
+        "incomplete": incomplete,  # why the run cannot be complete whatever the tests show
     }
     out.write("summary", summary)
     out.write("platform", platform)
@@ -108,6 +138,8 @@ def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable
         f"platform {platform}, GPU {product or 'unknown'}")
     for e in excluded:
         log(f"discover: excluded {e.name}: {e.reason} ({e.message})")
+    for message in incomplete + [c["incomplete"] for c in summary_categories if c["incomplete"]]:
+        log(f"discover: INCOMPLETE: {message}")
     for c in summary_categories:
         log(f"discover: category {c['index']}: {c['groups']} group(s) of up to {c['nodesPerJob']} node(s), "
             f"{c['testScale']}")

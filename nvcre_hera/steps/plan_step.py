@@ -5,6 +5,7 @@ state, `next` (`[0]` to recurse, `[]` to stop) and, when done, the final verdict
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
 from nvcre_hera.cluster.base import Cluster
@@ -18,7 +19,7 @@ UNRESOLVED_NAMES = 64
 
 
 def compact_results(aggregated: Any) -> list[dict]:
-    """The planner's results."""
+    """The planner's results: one per test (the run step already folded its repeats into the worst of them)."""
     return [{"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"), "status": run.get("status", "failed")}
             for run in flatten_runs(aggregated) if "id" in run]
 
@@ -31,17 +32,38 @@ def with_missing(results: list[dict], issued: list[str]) -> list[dict]:
                         for t in issued if t not in seen)]
 
 
+def measured(carried: dict | None, aggregated: Any, thresholds: dict) -> dict:
+    """Lowest and highest value of each threshold metric over every test that ran its workload (the verdict judges
+    the thresholds on them: exact for the interval thresholds diagnose accepts), the tests that measured nothing
+    for a metric, and the most repeats one test ran. Carried beside the planner state: a few bytes at any size."""
+    out = json.loads(json.dumps(carried or {"metrics": {}, "runs": 0, "repeats": 0}))
+    for run in flatten_runs(aggregated):
+        out["repeats"] = max(out["repeats"], int(run.get("repeats") or 1))
+        if run.get("status") != "ok":
+            continue
+        out["runs"] += 1
+        ranges = run.get("ext") or {}
+        for metric in thresholds:
+            entry = out["metrics"].setdefault(metric, {"min": None, "max": None, "n": 0, "missing": 0})
+            if metric not in ranges:
+                entry["missing"] += 1
+                continue
+            low, high = ranges[metric]
+            entry["min"] = low if entry["min"] is None else min(entry["min"], low)
+            entry["max"] = high if entry["max"] is None else max(entry["max"], high)
+            entry["n"] += 1
+    return out
+
+
 def job_ledger(ledger: dict | None, aggregated: Any) -> dict:
     """Job objects created and deleted so far, carried beside the planner's state so the report can say that
     every one of them is gone (names only of those not deleted: the ledger travels down the recursion)."""
     out = {"created": 0, "deleted": 0, "leftover": [], **(ledger or {})}
     for run in flatten_runs(aggregated):
-        if run.get("jobName"):
-            out["created"] += 1
-            if run.get("jobDeleted"):
-                out["deleted"] += 1
-            else:
-                out["leftover"] = [*out["leftover"], run["jobName"]]
+        out["created"] += int(run.get("jobs") or 0)
+        out["deleted"] += int(run.get("deleted") or 0)
+        if run.get("leftover"):
+            out["leftover"] = [*out["leftover"], *run["leftover"]]
     return out
 
 
@@ -79,18 +101,21 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
               log: Callable[[str], None]) -> int:
     carried = state if isinstance(state, dict) else {}
     ledger = job_ledger(carried.get("jobs"), aggregated)
+    seen = measured(carried.get("measured"), aggregated, setup["config"].get("thresholds") or {})
     results = with_missing(compact_results(aggregated), list(carried.get("issued") or []))
     missing = sum(1 for r in results if r.get("missing"))
     if missing:
         log(f"plan: {missing} test(s) of the last round sent no result: counted as failed")
     answer = plan(carried.get("planner"), results, setup["config"])
     tests = answer["tests"]
-    out.write("state", {"planner": answer["state"], "jobs": ledger, "issued": [t["id"] for t in tests]})
+    out.write("state", {"planner": answer["state"], "jobs": ledger, "measured": seen,
+                        "issued": [t["id"] for t in tests]})
     # Every test item is stored twice over in the Workflow (plan output, test input): ranges, not index lists.
     out.write("tests", [{"id": t["id"], "ranges": from_nodes(t["nodes"]), "network": t.get("network", True)}
                         for t in tests])
     out.write("next", [0] if tests else [])
-    out.write("final", {**named_verdict(answer, setup, cluster), "cleanup": ledger} if not tests else {})
+    out.write("final", {**named_verdict(answer, setup, cluster), "cleanup": ledger, "measured": seen,
+                        "floor": setup["config"].get("threshold")} if not tests else {})
     stats = answer.get("stats") or {}
     if tests:
         log(f"plan: round {stats.get('rounds', '?')}: {len(tests)} test(s), "
@@ -102,4 +127,4 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     return 0
 
 
-__all__ = ["compact_results", "job_ledger", "plan_step", "with_missing"]
+__all__ = ["compact_results", "job_ledger", "measured", "plan_step", "with_missing"]

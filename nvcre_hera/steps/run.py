@@ -26,6 +26,7 @@ STREAM_LINES = 12
 STREAM_BYTES = 2048
 DIAGNOSE_STREAM_LINES = 3  # diagnose runs many small tests: keep each pod's stored output tiny
 MEASUREMENT_POLL_S = 10.0
+WARNINGS_KEPT = 3
 
 
 def _parse(entry: CatalogEntry, text: str) -> dict[str, Any]:
@@ -96,15 +97,16 @@ def _stall_check(entry: CatalogEntry, options: dict) -> Callable[[str, float], b
     return check
 
 
-def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: float) -> tuple[str, dict]:
-    """The launcher log and its parse; after success, keep reading until data shows up or `wait_s` passes."""
+def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: float,
+                      succeeded: bool = True) -> tuple[str, dict]:
+    """The launcher log and its parse; after success, keep reading until the measurement is complete or `wait_s`
+    (measurementTimeout) passes on the cluster's clock. What is still incomplete then is MeasurementNotFound."""
     text = cluster.job_log(name)
     parsed = _parse(entry, text)
-    sleep = getattr(cluster, "sleep", None)  # the simulator's logs are complete at once; real logs may lag
     deadline = cluster.now() + wait_s
-    while sleep and entry.parser != "exit" and not reason_rules.metrics_from(entry.parser, parsed) \
+    while succeeded and entry.parser != "exit" and not reason_rules.measurement_complete(entry.parser, parsed) \
             and cluster.now() < deadline:
-        sleep(MEASUREMENT_POLL_S)
+        cluster.sleep(min(MEASUREMENT_POLL_S, deadline - cluster.now()))
         text = cluster.job_log(name)
         parsed = _parse(entry, text)
     return text, parsed
@@ -122,7 +124,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
     options = cat["options"]
     backend = backend_for(entry, plan.get("backend"))
     results = []
-    for repeat in range(int(options.get("repeatCount") or 1)):
+    repeats = int(options.get("repeatCount") or 1)
+    for repeat in range(repeats):
         job = plan_job(entry, category_index, options, group, repeat, ctx)
         started = cluster.now()
         objects = job_objects(backend, job)
@@ -131,8 +134,14 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         log(f"run: {entry.key} group {group['id']} ({len(job.nodes)} node(s)) repeat {repeat}: created "
             f"{backend.kind} {name}")
         outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
-        text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]))
-        _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
+        text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]),
+                                         outcome.phase == "Succeeded")
+        if entry.parser == "training":  # goodput needs the job's wall time, which only the watcher knows
+            from nvcre_hera.parsers.training import goodput_ratio
+
+            parsed["goodputRatio"] = goodput_ratio(parsed, outcome.elapsed_s)
+        if not diagnose or repeat == repeats - 1:  # diagnose: one log excerpt per test keeps the Workflow small
+            _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
         reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
         deleted = cluster.delete_job(name)
         for dep in reversed(dependencies):
@@ -147,16 +156,39 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             # the report's failure log: only failures need one, and it is stored with the Workflow
             "logTail": "\n".join(text.splitlines()[-LOG_TAIL_LINES:]) if reasons else "",
             "repeat": repeat, "transport": parsed.get("transport"),
+            # NCCL WARN lines are no failure evidence, but the report keeps the first few
+            "warnings": [str(w)[:200] for w in (parsed.get("warnings") or [])[:WARNINGS_KEPT]],
         })
         summary = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()) or "no measurement"
         log(f"run: {name} {outcome.phase} after {outcome.elapsed_s:.0f}s: {summary}; "
             f"{'; '.join(r['reason'] for r in reasons) or 'no problems'}; job deleted: {deleted}")
-    if diagnose:  # the planner's input: one value per test, nothing else travels up the recursion
-        results = [{"id": r["group"], "busBandwidthGBps": r["metrics"].get("busBandwidthGBps"),
-                    "status": r["status"], "jobName": r["jobName"], "jobDeleted": r["jobDeleted"]}
-                   for r in results]
-    out.write("metrics", results)
+    out.write("metrics", diagnose_result(group["id"], results, options.get("thresholds") or {})
+              if diagnose else results)
     return 0
+
+
+def diagnose_result(test_id: str, runs: list[dict], thresholds: dict) -> list[dict]:
+    """The planner's input for one diagnose test, its repeats folded: the worst bandwidth (a failed repeat fails
+    the test), how many jobs ran and were deleted (names only of those left behind: this travels up the
+    recursion), and each threshold metric's lowest and highest value over the repeats that ran their workload."""
+    values = [r["metrics"].get("busBandwidthGBps") for r in runs]
+    failed = any(r["status"] != "ok" for r in runs) or any(v is None for v in values)
+    out: dict[str, Any] = {"id": test_id, "busBandwidthGBps": None if failed else min(values),
+                           "status": "failed" if failed else "ok", "jobs": len(runs),
+                           "deleted": sum(1 for r in runs if r["jobDeleted"])}
+    leftover = [r["jobName"] for r in runs if not r["jobDeleted"]]
+    if leftover:
+        out["leftover"] = leftover
+    if len(runs) > 1:
+        out["repeats"] = len(runs)
+    ok = [r["metrics"] for r in runs if r["status"] == "ok"]
+    ranges = {m: [min(v), max(v)] for m in thresholds
+              if ok and len(v := [x[m] for x in ok if x.get(m) is not None]) == len(ok)}
+    if ranges:
+        out["ext"] = ranges
+    if ok and len(ranges) < len(thresholds):
+        out["missing"] = sorted(set(thresholds) - set(ranges))
+    return [out]
 
 
 def _stream_log(text: str, log: Callable[[str], None], lines: int) -> None:
@@ -182,4 +214,4 @@ def _samples(parsed: dict) -> list[dict]:
     return rows[-8:]
 
 
-__all__ = ["run_test"]
+__all__ = ["diagnose_result", "run_test"]

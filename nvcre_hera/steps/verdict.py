@@ -13,12 +13,37 @@ from nvcre_hera.report.card import describe_evidence, render_card
 from nvcre_hera.steps.io import Outputs, flatten_runs
 
 
-def _diagnose_results(verdict: Any) -> list[dict] | None:
-    """Diagnose's verdict as judge input: one failed group per suspect (that node only), one passed summary."""
+def _judged_value(expr: str, low: float, high: float) -> float:
+    """Of a metric's lowest and highest value over diagnose's jobs, the one its threshold rejects (else the lowest):
+    diagnose accepts only interval thresholds, so if both ends pass, every job between them passes too."""
+    from nvcre_hera.thresholds import compile_threshold, evaluate
+
+    try:
+        program = compile_threshold(expr)
+        return low if not evaluate(program, low) or evaluate(program, high) else high
+    except ValueError:
+        return low  # the judge evaluates it again and fails closed on the error
+
+
+def _diagnose_metrics(verdict: dict, thresholds: dict) -> dict:
+    """The values the judge holds the thresholds against: every job diagnose ran, by its extremes. A metric some
+    job that ran its workload did not measure is left out, so the judge says MeasurementNotFound."""
+    seen = (verdict.get("measured") or {}).get("metrics") or {}
+    out = {}
+    for metric, expr in thresholds.items():
+        m = seen.get(metric) or {}
+        if m.get("n") and not m.get("missing"):
+            out[metric] = _judged_value(expr, float(m["min"]), float(m["max"]))
+    return out
+
+
+def _diagnose_results(verdict: Any, thresholds: dict) -> list[dict] | None:
+    """Diagnose's verdict as judge input: one failed group per suspect (that node only), and one group for all of
+    diagnose's jobs that the thresholds judge (full CEL, on the lowest and highest value measured)."""
     if not isinstance(verdict, dict) or "stats" not in verdict:
         return None  # the recursion did not finish: no verdict, never a silent pass
-    out = [{"group": "diagnose", "nodes": [], "status": "ok", "metrics": {}, "reasons": [],
-}]
+    out = [{"group": "diagnose jobs", "nodes": [], "status": "ok", "metrics": _diagnose_metrics(verdict, thresholds),
+            "reasons": []}]
     for s in verdict.get("suspects") or []:
         message = (f"diagnose: {describe_evidence(s.get('evidence'))} (deficit {s.get('deficit')}, "
                    f"confidence {s.get('confidence')})")
@@ -53,20 +78,25 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
         verdict = None
         if cat["options"]["testScale"] == "diagnose":
             verdict = results.get(cat["index"])
-            flat = _diagnose_results(verdict)
-            thresholds = {}  # the planner judged the bandwidth (the threshold is its pass line)
+            flat = _diagnose_results(verdict, thresholds)
         else:
             raw = results.get(cat["index"])
             flat = None if raw is None else flatten_runs(raw)
             planned = (groups or {}).get(cat["index"])
             if flat is not None and isinstance(planned, list):
                 flat = with_missing_groups(flat, planned, entry.key)
-        if flat == [] and summary.get("selectedNodes", 0) == 0:
-            flat = None  # nothing could be tested: the category has no results, never a vacuous pass
+        incomplete = disc.get("incomplete")
+        if incomplete and isinstance(verdict, dict) and not (verdict.get("measured") or {}).get("runs"):
+            flat = []  # diagnose could run no job at this scale: nothing measured is no failure of the nodes
+        if not flat and summary.get("selectedNodes", 0) == 0:
+            # nothing could be tested: no results, never a vacuous pass, and no failure of the nodes either
+            flat = [] if summary.get("incomplete") else None
+            incomplete = incomplete or ("no node was tested" if summary.get("incomplete") else None)
         categories.append({
             "domain": cat["domain"], "variant": cat["variant"], "testScale": cat["options"]["testScale"],
             "nodesPerJob": disc.get("nodesPerJob", 0), "enableMNNVL": bool(cat["options"].get("enableMNNVL")),
             "thresholds": thresholds, "metricNames": list(entry.metrics), "results": flat,
+            **({"incomplete": incomplete} if incomplete else {}),
             **({"diagnose": verdict} if flat is not None and verdict is not None else {}),
         })
     report = judge(plan["name"], summary, categories)
