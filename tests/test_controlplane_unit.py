@@ -89,7 +89,6 @@ def test_apiserver_flags_rbac_token_request_and_loopback_only(pki):
     assert f["service-account-key-file"] == str(pki.sa_pub)
     assert f["service-account-issuer"] == "https://127.0.0.1:6443"
     assert f["client-ca-file"] == str(pki.ca_cert)
-    assert int(f["max-resource-write-bytes"]) > 2_900_000
 
 
 def test_etcd_listens_on_loopback_only_and_takes_the_big_crds():
