@@ -22,6 +22,7 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
 from nvcre_hera.controlplane import config as cfg
+from nvcre_hera.controlplane import template
 from nvcre_hera.controlplane.install import Installer, InstallError, crd_files, load_crd, manifest_objects
 from nvcre_hera.controlplane.pki import Pki, write_pki
 from nvcre_hera.controlplane.procs import Proc, alive, free_port, log_tail, start, stop
@@ -169,14 +170,17 @@ def _cold_up(sd: Path, bin_dir: Path, schemas_dir: Path, manifests_dir: Path, sa
     bins = _binaries(bin_dir)
     crds = crd_files(schemas_dir, argo_module_dir())  # bad paths fail before anything starts
     ns, objs = manifest_objects(manifests_dir)
+    extra = [cfg.controller_configmap(), cfg.runner_node(), *cfg.submitter_objects()]
+    cache = bin_dir.parent / "cache"
+    tmpl = template.template_dir(cache, template.template_key([c.path for c in crds], [*objs, *extra], bin_dir))
     sd.mkdir(parents=True, exist_ok=True)
     (sd / MARKER).write_text("created by python -m nvcre_hera.controlplane up; wiped by down\n")
     (sd / "logs").mkdir(exist_ok=True)
+    seeded = template.seed(tmpl, sd / "etcd")
     procs: dict[str, Proc] = {}
     pool = ThreadPoolExecutor(max_workers=1)
     try:
-        cache = bin_dir.parent / "cache" / "crds"
-        loaded = pool.submit(lambda: [load_crd(c, cache) for c in crds])  # parsed while the servers boot
+        loaded = None if seeded else pool.submit(lambda: [load_crd(c, cache / "crds") for c in crds])
         pki = write_pki(sd / "pki")
         env = cfg.clean_env(os.environ)
 
@@ -186,30 +190,40 @@ def _cold_up(sd: Path, bin_dir: Path, schemas_dir: Path, manifests_dir: Path, sa
             return procs[name]
 
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
-        etcd = run("etcd", cfg.etcd_argv(bins["etcd"], sd / "etcd", etcd_port, peer_port))
-        _wait("etcd", etcd, lambda: _http(f"http://127.0.0.1:{etcd_port}/health")[0] == 200, 30)
-        say(f"etcd ready on 127.0.0.1:{etcd_port} ({time.monotonic() - t0:.1f} s)")
-        api = run("kube-apiserver", cfg.apiserver_argv(bins["kube-apiserver"], pki, etcd_port, api_port))
         server, tls = f"https://127.0.0.1:{api_port}", _admin_tls(pki)
-        _wait("kube-apiserver", api, lambda: _http(f"{server}/readyz", tls)[0] == 200, 90)
-        say(f"kube-apiserver ready on {server} ({time.monotonic() - t0:.1f} s)")
 
+        def start_store() -> None:
+            etcd = run("etcd", cfg.etcd_argv(bins["etcd"], sd / "etcd", etcd_port, peer_port))
+            _wait("etcd", etcd, lambda: _http(f"http://127.0.0.1:{etcd_port}/health")[0] == 200, 30)
+            api = run("kube-apiserver", cfg.apiserver_argv(bins["kube-apiserver"], pki, etcd_port, api_port))
+            _wait("kube-apiserver", api, lambda: _http(f"{server}/readyz", tls)[0] == 200, 180)
+            say(f"etcd and kube-apiserver ready on {server} ({time.monotonic() - t0:.1f} s)")
+
+        start_store()
         admin_kc = sd / "admin.kubeconfig"
         _write_yaml(admin_kc, cfg.kubeconfig(server, pki.ca_cert, user="nvcre-e2e-admin",
                                              cert=pki.admin_cert, key=pki.admin_key))
         inst = _installer(sd, admin_kc)
         try:
-            inst.apply_crds(loaded.result())
-            inst.wait_established([c.name for c in crds])
-            say(f"{len(crds)} CRDs established ({time.monotonic() - t0:.1f} s)")
+            if loaded is not None:
+                inst.apply_crds(loaded.result())
+            inst.wait_established([c.name for c in crds], timeout=180)
+            say(f"{len(crds)} CRDs established{' (seeded etcd)' if seeded else ''} ({time.monotonic() - t0:.1f} s)")
             for o in objs:
                 inst.apply(o, ns)
-            for o in [cfg.controller_configmap(), cfg.runner_node(), *cfg.submitter_objects()]:
+            for o in extra:
                 inst.apply(o)
             inst.mark_node_ready(cfg.RUNNER_NODE)
         except k8s.ApiException as e:
             raise ControlPlaneError(f"installing into the API server failed: {e.status} {e.reason}: "
                                     f"{(e.body or '')[:300]}") from None
+        if not seeded:  # keep this etcd as the template for the next cold up
+            for name in ("kube-apiserver", "etcd"):
+                stop(procs.pop(name))
+            template.save(sd / "etcd", tmpl)
+            say(f"saved etcd template {tmpl.name}; restarting ({time.monotonic() - t0:.1f} s)")
+            start_store()
+            inst = _installer(sd, admin_kc)
 
         ctl = run("workflow-controller", cfg.controller_argv(bins["workflow-controller"], admin_kc),
                   {"LEADER_ELECTION_DISABLE": "true"})
