@@ -281,3 +281,35 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert main(["status", "--state-dir", str(tmp_path / "run")]) == 1
     assert "not up" in capsys.readouterr().out
     assert main(["down", "--state-dir", str(tmp_path / "run")]) == 0
+
+
+def test_etcd_template_key_follows_contents_and_seed_copies(tmp_path):
+    from nvcre_hera.controlplane import template
+    bins = tmp_path / "bin"
+    bins.mkdir()
+    for n in ("etcd", "kube-apiserver"):
+        (bins / n).write_text("binary")
+        (bins / f".{n}.stamp").write_text("1\n")
+    crd = tmp_path / "c.yaml"
+    crd.write_text("a")
+    objs = [{"kind": "Namespace", "metadata": {"name": "nvcre"}}]
+    k = template.template_key([crd], objs, bins)
+    assert template.template_key([crd], objs, bins) == k
+    assert template.template_key([crd], [{"kind": "Namespace", "metadata": {"name": "other"}}], bins) != k
+    crd.write_text("b")
+    assert template.template_key([crd], objs, bins) != k
+    k2 = template.template_key([crd], objs, bins)
+    (bins / ".kube-apiserver.stamp").write_text("3\n")
+    assert template.template_key([crd], objs, bins) != k2
+
+    cache = tmp_path / "cache"
+    tmpl = template.template_dir(cache, "k1")
+    assert not template.seed(tmpl, tmp_path / "d0")
+    data = tmp_path / "data"
+    (data / "member" / "snap").mkdir(parents=True)
+    (data / "member" / "snap" / "db").write_text("bolt")
+    template.save(data, tmpl)
+    template.save(data, template.template_dir(cache, "k2"))  # a newer template replaces older ones
+    assert [p.name for p in cache.iterdir()] == ["etcd-k2"]
+    assert template.seed(template.template_dir(cache, "k2"), tmp_path / "d1")
+    assert (tmp_path / "d1" / "member" / "snap" / "db").read_text() == "bolt"
