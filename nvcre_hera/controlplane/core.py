@@ -3,7 +3,9 @@ Argo Server as plain processes; no kubelet, scheduler or kube-controller-manager
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import shutil
@@ -62,6 +64,15 @@ def argo_module_dir() -> Path:
         raise StateError(f"cannot locate the Argo module source ({e.__class__.__name__}); "
                          "set NVCRE_ARGO_MODULE_DIR") from None
     return Path(out.stdout.strip())
+
+
+@contextlib.contextmanager
+def _locked(sd: Path):
+    """One `up` or `down` at a time per state dir (the lock file sits beside it, so `down` can wipe the dir)."""
+    sd.parent.mkdir(parents=True, exist_ok=True)
+    with open(sd.parent / f".{sd.name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def _http(url: str, ctx: ssl.SSLContext | None = None, token: str | None = None) -> tuple[int, bytes]:
@@ -146,13 +157,19 @@ def ensure_up(state_dir: str | Path = ".e2e/run", *, bin_dir: Path | None = None
     """The control plane recorded in `state_dir` if it is healthy (tokens re-minted when under an hour is left);
     otherwise whatever is there is stopped and wiped, and a fresh one is started."""
     sd = Path(state_dir).resolve()
+    with _locked(sd):
+        return _ensure_up(sd, bin_dir, schemas_dir, manifests_dir, say)
+
+
+def _ensure_up(sd: Path, bin_dir: Path | None, schemas_dir: Path | None, manifests_dir: Path | None,
+               say: Callable[[str], None]) -> State:
     st = load_state(sd)
     if st is not None:
         problems = health(st)
         if not problems:
             return _refresh_tokens(st)
         say(f"recorded control plane is unhealthy ({problems[0]}); restarting it")
-    down(sd)
+    _down(sd)
     return _cold_up(sd, bin_dir or default_bin_dir(), schemas_dir or default_schemas_dir(),
                     manifests_dir or REPO / "manifests", say)
 
@@ -267,6 +284,11 @@ def down(state_dir: str | Path = ".e2e/run") -> list[str]:
     """Stop every process an `up` started in `state_dir` and wipe it. Names what was stopped; [] when nothing
     was up. Refuses a non-empty directory that `up` did not create."""
     sd = Path(state_dir).resolve()
+    with _locked(sd):
+        return _down(sd)
+
+
+def _down(sd: Path) -> list[str]:
     if not sd.exists():
         return []
     if not (sd / MARKER).exists():
