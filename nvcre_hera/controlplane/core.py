@@ -165,9 +165,14 @@ def _ensure_up(sd: Path, bin_dir: Path | None, schemas_dir: Path | None, manifes
                say: Callable[[str], None]) -> State:
     st = load_state(sd)
     if st is not None:
+        if all(n in st.procs and alive(st.procs[n]) for n in ORDER):
+            try:
+                st = _refresh_tokens(st)  # before the health check, which uses the submitter token
+            except Exception:  # any failure (API error, connection refused): the health check below names it
+                pass
         problems = health(st)
         if not problems:
-            return _refresh_tokens(st)
+            return st
         say(f"recorded control plane is unhealthy ({problems[0]}); restarting it")
     _down(sd)
     return _cold_up(sd, bin_dir or default_bin_dir(), schemas_dir or default_schemas_dir(),
