@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 CLUSTER ?= examples/clusters/healthy-h100-16.yaml
 CERT    ?= examples/certification.yaml
 
-.PHONY: run test bench validate compile flows clean
+.PHONY: run test bench validate compile flows clean e2e-up e2e-down e2e-controlplane-test
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,18 @@ compile: $(STAMP)
 
 flows: $(STAMP)
 	$(BIN)/hera generate yaml flows/ --to out/flows
+
+# The real control plane on loopback (etcd, kube-apiserver, Argo controller + server): README "Real control plane".
+E2E_STATE ?= .e2e/run
+e2e-up: $(STAMP)
+	bash e2e/build.sh
+	$(BIN)/python -m nvcre_hera.controlplane up --state-dir $(E2E_STATE)
+
+e2e-down: $(STAMP)
+	$(BIN)/python -m nvcre_hera.controlplane down --state-dir $(E2E_STATE)
+
+e2e-controlplane-test: e2e-up
+	NVCRE_E2E_STATE=$(E2E_STATE) $(BIN)/python -m pytest -m e2e tests/e2e/test_controlplane.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis
