@@ -122,6 +122,10 @@ def test_kubeconfig_has_exactly_one_credential():
         cfg.kubeconfig("https://x", Path("/ca"), user="u")
     with pytest.raises(ValueError):
         cfg.kubeconfig("https://x", Path("/ca"), user="u", token="t", cert=Path("/c"), key=Path("/k"))
+    anon = cfg.kubeconfig("https://x", Path("/ca"), user="anonymous", anonymous=True)
+    assert anon["users"] == [{"name": "anonymous", "user": {}}]
+    with pytest.raises(ValueError):
+        cfg.kubeconfig("https://x", Path("/ca"), user="u", token="t", anonymous=True)
 
 
 def test_env_sh_survives_a_shell_with_hostile_values(tmp_path):

@@ -76,10 +76,17 @@ def argo_server_argv(binary: Path, kubeconfig: Path, port: int) -> list[str]:
 
 
 def kubeconfig(server: str, ca_file: Path, *, user: str, namespace: str = NAMESPACE,
-               cert: Path | None = None, key: Path | None = None, token: str | None = None) -> dict:
-    if (token is None) == (cert is None):
+               cert: Path | None = None, key: Path | None = None, token: str | None = None,
+               anonymous: bool = False) -> dict:
+    """A one-context kubeconfig; `anonymous` has no credentials (the Argo Server's base for bearer tokens)."""
+    if anonymous:
+        if token is not None or cert is not None:
+            raise ValueError("an anonymous kubeconfig user has no credentials")
+        creds = {}
+    elif (token is None) == (cert is None):
         raise ValueError("a kubeconfig user has either a client certificate or a token")
-    creds = {"token": token} if token is not None else {"client-certificate": str(cert), "client-key": str(key)}
+    else:
+        creds = {"token": token} if token is not None else {"client-certificate": str(cert), "client-key": str(key)}
     return {"apiVersion": "v1", "kind": "Config", "current-context": user, "preferences": {},
             "clusters": [{"name": "nvcre-e2e", "cluster": {"server": server, "certificate-authority": str(ca_file)}}],
             "users": [{"name": user, "user": creds}],

@@ -250,7 +250,12 @@ def _cold_up(sd: Path, bin_dir: Path, schemas_dir: Path, manifests_dir: Path, sa
         ctl = run("workflow-controller", cfg.controller_argv(bins["workflow-controller"], admin_kc),
                   {"LEADER_ELECTION_DISABLE": "true"})
         argo_port = free_port("0.0.0.0")  # argo server listens on every interface (no bind-address flag)
-        argo = run("argo-server", cfg.argo_server_argv(bins["argo"], admin_kc, argo_port))
+        # In client auth mode the Argo Server builds each request's client from KUBECONFIG (default loading
+        # rules, not --kubeconfig) minus its credentials (util/kubeconfig/kubeconfig.go): give it one with none.
+        base_kc = sd / "argo-server-base.kubeconfig"
+        _write_yaml(base_kc, cfg.kubeconfig(server, pki.ca_cert, user="anonymous", anonymous=True))
+        argo = run("argo-server", cfg.argo_server_argv(bins["argo"], admin_kc, argo_port),
+                   {"KUBECONFIG": str(base_kc)})
         minted = _mint(sd, inst, server, pki.ca_cert)
         argo_url = f"http://127.0.0.1:{argo_port}"
         _wait("argo server", argo,

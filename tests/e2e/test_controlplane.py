@@ -114,15 +114,16 @@ def test_argo_server_authenticates_bearer_tokens_as_kubernetes_identities(cp):
     assert _argo_get(cp, "/api/v1/workflows/nvcre", "not-a-token")[0] == 401
     status, body = _argo_get(cp, "/api/v1/workflows/nvcre", cp.submitter_token)
     assert status == 200 and "metadata" in body
-    # the workflow's own SA may not list Workflows (role.yaml): the API server's 403 comes through Argo Server
+    # the workflow's own SA may not list Workflows (role.yaml): Argo Server asks the API server as that token
     status, body = _argo_get(cp, "/api/v1/workflows/nvcre", cp.sa_token)
-    assert status == 403 and "system:serviceaccount:nvcre:nvcre-hera" in body.get("message", "")
+    assert status == 403 and "not allowed to list workflows" in body.get("message", "")
 
 
 def test_up_again_reuses_the_healthy_control_plane(cp):
     again = ensure_up(cp.state_dir)
     assert again.pids == cp.pids and again.apiserver == cp.apiserver
-    assert load_state(cp.state_dir).versions == {"etcd": "3.7.3", "kubernetes": "v1.37.2", "argo": "v4.0.5"}
+    v = load_state(cp.state_dir).versions
+    assert (v["etcd"], v["kubernetes"]) == ("3.7.3", "v1.37.2") and v["argo"].startswith("v4.0.5")
 
 
 def test_down_leaves_no_process(tmp_path):
