@@ -86,13 +86,13 @@ def cmd_certify(args: argparse.Namespace) -> int:
     from nvcre_hera.local_run import certify
 
     return certify(args.cert, cluster=args.cluster, out_dir=args.out, quiet=args.quiet,
-                   step_image=args.step_image)
+                   step_image=args.step_image, engine=args.engine, state_dir=args.state_dir)
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from nvcre_hera.submit import submit
 
-    return submit(args)
+    return submit(args, _compile_options, in_file)
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
@@ -106,6 +106,13 @@ def cmd_parse(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from nvcre_hera.report import render
 
+    if args.workflow:
+        from nvcre_hera.workflow_report import fetch_report
+
+        sys.stdout.write(render(fetch_report(args.workflow, args.namespace), args.format))
+        return 0
+    if not args.report:
+        raise InputError("give a REPORT.json or --workflow NAME", "nvcre report")
     try:
         report = json.loads(Path(args.report).read_text())
     except OSError as exc:
@@ -156,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="out", help="folder for report.json, report.txt and workflow.yaml")
     p.add_argument("--quiet", action="store_true", help="print only the report card")
     p.add_argument("--step-image", default=None)
+    p.add_argument("--engine", choices=["local", "argo"], default="local",
+                   help="local: the in-process executor (default); argo: the real Argo controller on the loopback "
+                        "control plane (make e2e-up; started if not up)")
+    p.add_argument("--state-dir", default=".e2e/run", help="the loopback control plane's state (--engine argo)")
     p.set_defaults(func=cmd_certify)
 
     p = sub.add_parser("compile", help="print the Argo Workflow (or WorkflowTemplate / CronWorkflow)")
@@ -176,6 +187,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--as", dest="as_kind", choices=["workflow", "template", "cron"], default="workflow")
     p.add_argument("--schedule", default=None)
     p.add_argument("--insecure", action="store_true", help="skip TLS verification (like argo --insecure-skip-verify)")
+    p.add_argument("--kube", action="store_true", help="create it through the Kubernetes API from the current "
+                   "kubeconfig (as kubectl create would) instead of the Argo Server")
+    p.add_argument("--wait", action="store_true", help="wait for the workflow to end; exit 0 PASSED, 1 otherwise")
     _add_compile_flags(p)
     p.set_defaults(func=cmd_submit)
 
@@ -185,8 +199,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_parse)
 
-    p = sub.add_parser("report", help="render a report.json")
-    p.add_argument("report")
+    p = sub.add_parser("report", help="render a report.json, or a finished workflow's report")
+    p.add_argument("report", nargs="?")
+    p.add_argument("--workflow", default=None, help="read the report from this Workflow (ARGO_SERVER if set, else "
+                   "the Kubernetes API from the current kubeconfig)")
+    p.add_argument("--namespace", default=None)
     p.add_argument("--format", choices=["text", "json", "junit", "html"], default="text")
     p.set_defaults(func=cmd_report)
 

@@ -71,7 +71,9 @@ def _out_dir(args: list[str]) -> str:
 
 
 def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: str | None = None,
-              on_event: Callable[[str], None] | None = None) -> LocalRun:
+              on_event: Callable[[str], None] | None = None,
+              mutate: Callable[[dict], dict] | None = None) -> LocalRun:
+    """`mutate` edits the compiled workflow before it runs (the end-to-end tests drive failure paths with it)."""
     from nvcre_hera.compile.plan import CompileOptions
     from nvcre_hera.compile.workflow import compile_certification
     from nvcre_hera.executor import run_workflow
@@ -84,6 +86,8 @@ def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: st
     workflow = compile_certification(cert, opts)
     runnable = json.loads(json.dumps(workflow))
     runnable["metadata"]["name"] = f"{cert.metadata.name}-local"
+    if mutate is not None:
+        runnable = mutate(runnable)
     run = run_workflow(runnable, step_pod_runner(cluster, opts.step_image), on_event=on_event)
     # The judge exits non-zero on a failed certification; its outputs are still collected (as Argo does).
     judged = sorted(run.nodes_of("judge"), key=lambda n: n.started)
@@ -104,7 +108,7 @@ def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: st
 
 
 def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out", quiet: bool = False,
-            step_image: str | None = None) -> int:
+            step_image: str | None = None, engine: str = "local", state_dir: str = ".e2e/run") -> int:
     import yaml
 
     from nvcre_hera.report import render
@@ -115,7 +119,17 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
 
     if cluster is not None and not Path(cluster).is_file():
         raise InputError("no such file", cluster)
-    local = run_local(cert_path, cluster, step_image=step_image, on_event=None if quiet else progress)
+    if engine == "argo":
+        from nvcre_hera.argo_run import run_argo
+
+        def node_progress(node: dict) -> None:
+            if node.get("type") == "Pod" and node.get("phase") not in ("Pending", "Running"):
+                progress(f"{node.get('phase'):<9} {node.get('displayName')} {node.get('message') or ''}".rstrip())
+
+        local = run_argo(cert_path, cluster, step_image=step_image, state_dir=state_dir,
+                         on_node=None if quiet else node_progress)
+    else:
+        local = run_local(cert_path, cluster, step_image=step_image, on_event=None if quiet else progress)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
@@ -130,7 +144,8 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
     ex = local.report["execution"]
     print()
     print(card.rstrip("\n"))
-    print(f"Local run: workflow {ex['workflowPhase']}, {ex['simulatedWallTimeSec']:.0f}s simulated, "
+    print(f"{'Argo' if engine == 'argo' else 'Local'} run: workflow {ex['workflowPhase']}, "
+          f"{ex['simulatedWallTimeSec'] or 0:.0f}s simulated, "
           f"{ex['podsStarted']} pods, {ex['jobObjectsCreated']} job objects created, "
           f"{ex['jobObjectsLeftBehind']} left behind, {ex['storedParameterBytes']} bytes of stored parameters")
     print(f"Wrote {out / 'report.json'}, {out / 'report.txt'} and {out / 'workflow.yaml'}")

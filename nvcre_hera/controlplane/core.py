@@ -247,8 +247,11 @@ def _cold_up(sd: Path, bin_dir: Path, schemas_dir: Path, manifests_dir: Path, sa
             start_store()
             inst = _installer(sd, admin_kc)
 
+        # DEFAULT_REQUEUE_TIME (docs/environment-variables.md, default 10s) paces how often a workflow is looked at
+        # again; 1s keeps simulated runs short. It changes when the controller acts, not what it does.
         ctl = run("workflow-controller", cfg.controller_argv(bins["workflow-controller"], admin_kc),
-                  {"LEADER_ELECTION_DISABLE": "true"})
+                  {"LEADER_ELECTION_DISABLE": "true",
+                   "DEFAULT_REQUEUE_TIME": os.environ.get("NVCRE_E2E_REQUEUE_TIME", "1s")})
         argo_port = free_port("0.0.0.0")  # argo server listens on every interface (no bind-address flag)
         # In client auth mode the Argo Server builds each request's client from KUBECONFIG (default loading
         # rules, not --kubeconfig) minus its credentials (util/kubeconfig/kubeconfig.go): give it one with none.
