@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 CLUSTER ?= examples/clusters/healthy-h100-16.yaml
 CERT    ?= examples/certification.yaml
 
-.PHONY: run test bench validate compile flows clean e2e-up e2e-down e2e-controlplane-test
+.PHONY: run test bench validate compile flows clean e2e e2e-up e2e-down e2e-controlplane-test
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,14 @@ e2e-up: $(STAMP)
 
 e2e-down: $(STAMP)
 	$(BIN)/python -m nvcre_hera.controlplane down --state-dir $(E2E_STATE)
+
+# make e2e: every example certification x example cluster (and the failure paths) on the real Argo controller and
+# on the local executor, compared; summary in out/e2e/summary.json. Always takes the control plane down again.
+e2e: e2e-up
+	set +e; NVCRE_E2E_STATE=$(E2E_STATE) $(BIN)/python -m pytest -m e2e tests/e2e; t=$$?; \
+	$(BIN)/python e2e/differential.py --state-dir $(E2E_STATE); d=$$?; \
+	$(BIN)/python -m nvcre_hera.controlplane down --state-dir $(E2E_STATE); \
+	test $$t -eq 0 -a $$d -eq 0
 
 e2e-controlplane-test: e2e-up
 	NVCRE_E2E_STATE=$(E2E_STATE) $(BIN)/python -m pytest -m e2e tests/e2e/test_controlplane.py

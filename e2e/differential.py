@@ -173,11 +173,22 @@ def main(argv: list[str] | None = None) -> int:
 
     todo = _interleaved([c for c in cases() if args.only in c.name])
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        scenarios = [] if args.only else [pool.submit(scenario_cron, state),
+                                          pool.submit(scenario_submit, state, True),
+                                          pool.submit(scenario_submit, state, False)]
         rows = list(pool.map(lambda c: _safe(c, args.state_dir, say), todo))
+        for fut in scenarios:
+            try:
+                row = fut.result()
+            except Exception as err:  # noqa: BLE001
+                row = {"case": "scenario", "hung": False, "disagreements": [f"harness error: {err}"]}
+            say(f"e2e: {'ok ' if not row['disagreements'] else 'BAD'} {row['case']:<40} {row.get('realSeconds', 0)}s"
+                + "".join(f"\n      {d}" for d in row["disagreements"]))
+            rows.append(row)
     forbidden = _count_403(Path(args.state_dir))
     summary = {
         "argoVersion": state.versions.get("argo"), "kubernetesVersion": state.versions.get("kubernetes"),
-        "workflows": len(rows), "disagreements": sum(len(r["disagreements"]) for r in rows),
+        "workflows": sum(int(r.get("workflows", 1)) for r in rows), "disagreements": sum(len(r["disagreements"]) for r in rows),
         "casesDisagreeing": [r["case"] for r in rows if r["disagreements"]],
         "hung": sum(1 for r in rows if r["hung"]),
         "leftBehind": sum(int(r.get("jobObjectsLeftBehind") or 0) for r in rows),
@@ -190,6 +201,105 @@ def main(argv: list[str] | None = None) -> int:
           f"disagreements, {summary['hung']} hung, {summary['leftBehind']} left behind, {forbidden} 403s "
           f"({summary['seconds']:.0f} s)")
     return 0 if ok else 1
+
+
+# --- Argo-only scenarios: the laptop paths and the controller's own cron ------------------------------------------
+def _nvcre(args: list[str], env: dict[str, str], timeout: float = 600) -> tuple[int, str]:
+    import os
+    import subprocess
+
+    proc = subprocess.run([str(Path(sys.executable).parent / "nvcre"), *args], capture_output=True, text=True,
+                          env={**os.environ, **env}, timeout=timeout, cwd=ROOT)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _env(state: Any, *, server: bool) -> dict[str, str]:
+    env = {"KUBECONFIG": str(state.admin_kubeconfig), "ARGO_NAMESPACE": state.namespace}
+    if server:  # the submitter's bearer token through the real Argo Server, as a user's laptop would
+        env.update(ARGO_SERVER=state.argo_server.split("://", 1)[-1], ARGO_TOKEN=f"Bearer {state.submitter_token}",
+                   ARGO_SECURE="false")
+    return env
+
+
+def scenario_submit(state: Any, server: bool) -> dict:
+    cert = "examples/certifications/no-thresholds.yaml"
+    t0 = time.monotonic()
+    code, out = _nvcre(["submit", cert, "--wait", *([] if server else ["--kube"])], _env(state, server=server))
+    name = next((w.split("/")[-1] for line in out.splitlines() if line.startswith(("submitted", "created"))
+                 for w in line.split() if w.startswith(f"{state.namespace}/")), "")
+    problems = [] if code == 0 and "PASSED" in out else [f"submit exit {code}: {out.strip()[-300:]}"]
+    if name:
+        rcode, card = _nvcre(["report", "--workflow", name], _env(state, server=server))
+        if rcode != 0 or "Result:        PASSED" not in card:
+            problems.append(f"report --workflow exit {rcode}: {card.strip()[-300:]}")
+    how = "argo-server" if server else "kube"
+    return {"case": f"submit --wait via {how}", "workflow": name, "hung": False, "disagreements": problems,
+            "jobObjectsLeftBehind": 0, "realSeconds": round(time.monotonic() - t0, 1),
+            "result": "PASSED" if not problems else None}
+
+
+def _pod_window(wf: dict) -> tuple[float, float]:
+    from datetime import datetime
+
+    def t(s: str) -> float:
+        return datetime.strptime(s, "%Y-%m-%dT%H:%M:%SZ").timestamp()
+    pods = [n for n in ((wf.get("status") or {}).get("nodes") or {}).values() if n.get("type") == "Pod"]
+    starts = [t(n["startedAt"]) for n in pods if n.get("startedAt")]
+    ends = [t(n["finishedAt"]) for n in pods if n.get("finishedAt")]
+    return (min(starts), max(ends)) if starts and ends else (0.0, 0.0)
+
+
+def scenario_cron(state: Any) -> dict:
+    """The controller's own cron fires the CronWorkflow; a manual run of the same certification must wait for it
+    (the per-certification mutex), and runs never overlap."""
+    from kubernetes import client, config
+
+    cert = "examples/certifications/no-thresholds.yaml"
+    env = _env(state, server=False)
+    t0 = time.monotonic()
+    problems: list[str] = []
+    code, out = _nvcre(["submit", "--kube", "--as", "cron", "--schedule", "* * * * *", cert], env)
+    if code != 0:
+        return {"case": "cron + manual run", "hung": False, "disagreements": [f"cron submit: {out[-300:]}"],
+                "jobObjectsLeftBehind": 0}
+    cron = out.split(f"{state.namespace}/")[1].split()[0]
+    api = client.CustomObjectsApi(config.new_client_from_config(str(state.admin_kubeconfig)))
+    ns = state.namespace
+    fired = []
+    for _ in range(150):  # the cron fires on the next minute
+        fired = api.list_namespaced_custom_object("argoproj.io", "v1alpha1", ns, "workflows",
+                                                  label_selector=f"workflows.argoproj.io/cron-workflow={cron}")["items"]
+        if fired:
+            break
+        time.sleep(1)
+    if not fired:
+        problems.append("the CronWorkflow did not fire within 150 s")
+    code, out = _nvcre(["submit", "--kube", "--wait", cert], env)  # a manual run while the cron's holds the mutex
+    if code != 0:
+        problems.append(f"manual run: exit {code}: {out[-200:]}")
+    manual = out.split(f"{ns}/")[1].split()[0] if f"{ns}/" in out else ""
+    api.delete_namespaced_custom_object("argoproj.io", "v1alpha1", ns, "cronworkflows", cron)
+    names = [w["metadata"]["name"] for w in api.list_namespaced_custom_object(
+        "argoproj.io", "v1alpha1", ns, "workflows", label_selector=f"workflows.argoproj.io/cron-workflow={cron}")
+        ["items"]] + ([manual] if manual else [])
+    flows = []
+    for name in names:
+        for _ in range(600):
+            wf = api.get_namespaced_custom_object("argoproj.io", "v1alpha1", ns, "workflows", name)
+            if (wf.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Error"):
+                break
+            time.sleep(1)
+        flows.append((name, wf))
+    windows = sorted((_pod_window(wf), name) for name, wf in flows)
+    for (a, na), (b, nb) in zip(windows, windows[1:]):
+        if b[0] < a[1]:
+            problems.append(f"{nb} ran while {na} did (mutex not held)")
+    unfinished = [n for n, wf in flows if (wf.get("status") or {}).get("phase") != "Succeeded"]
+    if unfinished:
+        problems.append(f"not Succeeded: {unfinished}")
+    return {"case": f"cron fired {len(names) - 1}x + manual run, no overlap", "workflow": ",".join(names),
+            "hung": bool(unfinished), "disagreements": problems, "jobObjectsLeftBehind": 0,
+            "realSeconds": round(time.monotonic() - t0, 1), "workflows": len(names)}
 
 
 def _interleaved(todo: list[Case]) -> list[Case]:

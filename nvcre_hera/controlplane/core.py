@@ -311,6 +311,10 @@ def _down(sd: Path) -> list[str]:
         return []
     procs = recorded_procs(sd)
     stopped = []
+    from nvcre_hera.argo_run import stop_runner  # the pod runner (started by certify --engine argo or make e2e)
+
+    if stop_runner(sd):
+        stopped.append("podrunner")
     for name in reversed(ORDER):
         p = procs.get(name)
         if p is None:

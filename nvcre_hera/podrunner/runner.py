@@ -27,6 +27,7 @@ SIM_CLUSTER_ANNOTATION = "nvcre-hera.dev/sim-cluster"
 RUNNER_NODE = "nvcre-e2e-runner"
 MIN_POD_S = 0.3
 SIGTERM_EXIT = 143
+NODE_NAME_ANNOTATION = "workflows.argoproj.io/node-name"
 
 
 @dataclass
@@ -193,7 +194,8 @@ class PodRunner:
         flows = self.custom.list_namespaced_custom_object("argoproj.io", "v1alpha1", self.namespace, "workflows")
         stopping = {w["metadata"]["name"] for w in flows.get("items") or [] if (w.get("spec") or {}).get("shutdown")}
         for name, run in list(self.running.items()):
-            if run.task.workflow in stopping:
+            # exit-handler pods run on under Stop (and Terminate never starts them): operator.go, onExit
+            if run.task.workflow in stopping and ".onExit" not in run.task.annotations.get(NODE_NAME_ANNOTATION, ""):
                 self._finish(name, run, now, exit_code=SIGTERM_EXIT)
 
     # --- plumbing ---------------------------------------------------------------------------------------------------
