@@ -13,6 +13,7 @@ import json
 import sys
 import threading
 import time
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CERTS = ROOT / "examples" / "certifications"
 CLUSTERS = ROOT / "examples" / "clusters"
 OUT = ROOT / "out" / "e2e"
+SCALE = 200.0  # simulated seconds per real second (docs/e2e.md "Time")
 
 
 @dataclass
@@ -104,6 +106,17 @@ def diff(a: dict, b: dict, path: str = "") -> list[str]:
     return [] if a == b else [f"{path.lstrip('.')}: local {a!r} != argo {b!r}"]
 
 
+def _own_mutex(case: Case) -> Callable[[dict], dict]:
+    """Each case gets a mutex of its own so cases of one certification run side by side; the mutex itself is
+    proven by the cron scenario (a manual run waits for the cron's)."""
+    def mutate(wf: dict) -> dict:
+        wf = case.mutate(wf) if case.mutate else wf
+        for m in (wf["spec"].get("synchronization") or {}).get("mutexes") or []:
+            m["name"] = f"{m['name']}-{zlib.crc32(case.name.encode()):08x}"
+        return wf
+    return mutate
+
+
 def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
     from nvcre_hera.argo_run import run_argo
     from nvcre_hera.local_run import run_local
@@ -129,8 +142,8 @@ def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
         api.patch_namespaced_custom_object("argoproj.io", "v1alpha1", state.namespace, "workflows", workflow,
                                            {"spec": {"shutdown": how}})
 
-    argo = run_argo(str(ROOT / case.cert), case.cluster, state_dir=state_dir, mutate=case.mutate, timeout_s=900,
-                    on_node=on_node)
+    argo = run_argo(str(ROOT / case.cert), case.cluster, state_dir=state_dir, mutate=_own_mutex(case),
+                    timeout_s=900, on_node=on_node, scale=SCALE)
     got = summary_of(argo.run, argo.report)
     sim = argo.cluster if isinstance(argo.cluster, dict) else {}
     row = {"case": case.name, "workflow": argo.run.name, "argoPhase": argo.run.phase,
@@ -138,7 +151,13 @@ def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
            "jobObjectsLeftBehind": sim.get("jobObjectsLeftBehind"), "result": got.get("result"),
            "disagreements": []}
     if case.compare:
-        local = run_local(str(ROOT / case.cert), case.cluster, mutate=case.mutate)
+        def same_identity(wf: dict) -> dict:
+            # the simulator draws each job's noise and faults from its name, which hashes the workflow's uid:
+            # replay the Argo run's identity so both engines meet the same draws
+            wf = case.mutate(wf) if case.mutate else wf
+            wf["metadata"].update(name=argo.run.name, uid=argo.run.uid)
+            return wf
+        local = run_local(str(ROOT / case.cert), case.cluster, mutate=same_identity)
         want = summary_of(local.run, local.report)
         row["disagreements"] = diff(want, got)
         row["localPhase"] = local.run.phase
@@ -164,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.monotonic()
     state = ensure_up(args.state_dir)
-    ensure_runner(Path(args.state_dir), 100.0)
+    ensure_runner(Path(args.state_dir), SCALE)
     lock = threading.Lock()
 
     def say(line: str) -> None:

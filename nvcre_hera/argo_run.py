@@ -45,6 +45,7 @@ class ArgoRun:
     wall_time_s: float
     pods_started: int
     exit_handler_phase: str | None = None
+    uid: str = ""
 
     def nodes_of(self, template: str) -> list[ArgoNode]:
         return [n for n in self.nodes.values() if n.template == template]
@@ -139,7 +140,7 @@ def to_run(wf: dict, started: float) -> ArgoRun:
     return ArgoRun(name=name, phase=phase if phase in FINAL else "Running", message=status.get("message", ""),
                    nodes=nodes, wall_time_s=time.monotonic() - started,
                    pods_started=sum(1 for n in nodes.values() if n.type == "Pod"),
-                   exit_handler_phase=exit_nodes[0].phase if exit_nodes else None)
+                   exit_handler_phase=exit_nodes[0].phase if exit_nodes else None, uid=wf["metadata"].get("uid", ""))
 
 
 def run_argo(cert_path: str, cluster_path: str | None = None, *, step_image: str | None = None,
@@ -178,7 +179,8 @@ def run_argo(cert_path: str, cluster_path: str | None = None, *, step_image: str
     if report is not None:
         report["execution"] = {
             "engine": f"Argo workflow-controller {state.versions.get('argo', '')} on the loopback control plane "
-                      f"(pods run by the nvcre-hera pod runner, {scale:g} simulated s per s)".replace("  ", " "),
+                      f"(pods run by the nvcre-hera pod runner, {sim.get('scale', scale):g} simulated s per s)"
+                      .replace("  ", " "),
             "workflowName": name, "workflowPhase": run.phase,
             "simulatedWallTimeSec": sim.get("simulatedSeconds"), "realWallTimeSec": round(run.wall_time_s, 1),
             "podsStarted": run.pods_started, "jobObjectsCreated": sim.get("jobObjectsCreated"),

@@ -97,7 +97,10 @@ def test_submit_posts_to_argo(argo_env: FakeArgo, capsys: pytest.CaptureFixture[
     # exactly what `nvcre compile` prints: Hera's request serialisation drops nothing we set
     assert doc == compile_certification(load_certification(EXAMPLE),
                                         CompileOptions(kind=form, namespace="gpu-cert", step_image="img:1"))
-    assert out.strip() == f"submitted {kind} gpu-cert/{name} to http://127.0.0.1:{argo_env.port}"
+    ui_route = {"workflow": "workflows", "template": "workflow-templates", "cron": "cron-workflows"}[form]
+    assert out.strip().splitlines() == [
+        f"submitted {kind} gpu-cert/{name} to http://127.0.0.1:{argo_env.port}",
+        f"Argo UI: http://127.0.0.1:{argo_env.port}/{ui_route}/gpu-cert/{name}"]
 
 
 def test_submit_plain_host_port_with_argo_secure_false(argo: FakeArgo, capsys: pytest.CaptureFixture[str],
