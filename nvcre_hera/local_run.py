@@ -7,13 +7,10 @@ INCOMPLETE, 2 bad input.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import shlex
-import traceback
 import sys
-from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -40,26 +37,16 @@ class LocalRun:
 def step_pod_runner(cluster, step_image: str) -> Callable:
     """Map a container of our step image to `nvcre-step` in process; the pod's run time is the clock's advance."""
     from nvcre_hera.executor import PodResult
+    from nvcre_hera.steps.inprocess import run_step
     from nvcre_hera.steps.io import Outputs
-    from nvcre_hera.steps.main import main as step_main
 
     def run(req) -> PodResult:
         if req.image != step_image or req.command != ["nvcre-step"]:
             raise UnsupportedConstruct(f"template {req.template}: the local run only executes containers of the "
                                        f"step image {step_image}, not {req.image} {shlex.join(req.command)}")
         cluster.set_clock(req.start_time)
-        lines: list[str] = []
         outputs = Outputs(_out_dir(req.args), in_memory=True)
-        stray = io.StringIO()
-        with redirect_stdout(stray):  # a step prints through `log`; anything else is captured, not lost
-            try:
-                code = step_main(req.args, cluster=cluster, outputs=outputs, log=lines.append)
-            except SystemExit as exc:  # argparse rejected the arguments, as in a pod
-                code = exc.code if isinstance(exc.code, int) else 2
-            except Exception:  # a crashing step is a Failed pod with its traceback in the log, as on a cluster
-                lines.append(traceback.format_exc())
-                code = 1
-        stdout = "\n".join(lines) + stray.getvalue()
+        code, stdout = run_step(req.args, cluster=cluster, outputs=outputs)
         return PodResult(exit_code=code, stdout=stdout, files=outputs.files,
                          duration_s=max(0.0, cluster.now() - req.start_time) + 1.0)
 

@@ -9,12 +9,10 @@ it is in a cluster. Steps run one at a time in this process; each sees the simul
 
 from __future__ import annotations
 
-import io
 import json
 import tempfile
 import time
 import traceback
-from contextlib import redirect_stdout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -121,16 +119,14 @@ class PodRunner:
         sim.pods += 1
 
     def _run_step(self, task: PodTask, sim: WorkflowSim, sim_start: float) -> tuple[int, dict, str, float]:
+        from nvcre_hera.steps.inprocess import run_step
         from nvcre_hera.steps.io import Outputs
-        from nvcre_hera.steps.main import main as step_main
 
         if not task.command or task.command[0] != "nvcre-step":
             return 127, {}, f"exec: {task.command[:1]}: not found (the runner runs only nvcre-step)", 1.0
         cluster = sim.cluster
         cluster.set_clock(sim_start)
         mirror = MirroredCluster(cluster, self.service_account, task.namespace)
-        lines: list[str] = []
-        stray = io.StringIO()
         with tempfile.TemporaryDirectory(prefix="argo-args-") as tmp:
             def write(path: str, text: str) -> None:
                 Path(tmp, Path(path).name).write_text(text)
@@ -138,17 +134,9 @@ class PodRunner:
             argv = [f"@{tmp}/{Path(a[1:]).name}" if a.startswith("@/tmp/argo_arg_") else a for a in argv]
             out_dir = argv[argv.index("--out") + 1] if "--out" in argv else "/tmp/nvcre"
             outputs = Outputs(out_dir, in_memory=True)
-            with redirect_stdout(stray):
-                try:
-                    code = step_main(argv, cluster=mirror, outputs=outputs, log=lines.append)
-                except SystemExit as exc:
-                    code = exc.code if isinstance(exc.code, int) else 2
-                except Exception:  # noqa: BLE001 - a crashing step is a Failed pod with its traceback in its log
-                    lines.append(traceback.format_exc())
-                    code = 1
+            code, log = run_step(argv, cluster=mirror, outputs=outputs)
         self.api_calls_as_sa += mirror.calls
-        return int(code or 0), outputs.files, "\n".join(lines) + stray.getvalue(), \
-            max(0.0, cluster.now() - sim_start) + 1.0
+        return code, outputs.files, log, max(0.0, cluster.now() - sim_start) + 1.0
 
     def _finish(self, name: str, run: Running, now: float, *, exit_code: int | None = None) -> None:
         code = run.exit_code if exit_code is None else exit_code

@@ -1,0 +1,90 @@
+"""Run one `nvcre-step` invocation in this process, as a pod would run it: its exit code and its log.
+
+Both the local executor and the e2e pod runner run steps in process, several threads at a time. A step prints
+through `log`; anything else it writes to stdout or stderr (argparse's usage error) is kept in that step's log, never lost and never mixed into
+another thread's output. `contextlib.redirect_stdout` cannot do that: it swaps the process-wide `sys.stdout`, and
+two overlapping redirects that end out of order leave `sys.stdout` pointing at a dead buffer (every later print of
+the process vanished that way in `make e2e`). Here one proxy routes each thread's writes to its own buffer.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import threading
+import traceback
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+
+class _PerThreadStream(io.TextIOBase):
+    """sys.stdout or sys.stderr while any capture is open: a capturing thread's writes go to its buffer, every other
+    thread's to `fallback`, the stream that was there before."""
+
+    def __init__(self, fallback: Any) -> None:
+        self.fallback = fallback
+        self.local = threading.local()
+
+    def _target(self) -> Any:
+        return getattr(self.local, "buffer", None) or self.fallback
+
+    def write(self, text: str) -> int:
+        return self._target().write(text)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+    def isatty(self) -> bool:
+        return False if getattr(self.local, "buffer", None) else self.fallback.isatty()
+
+
+_STREAMS = ("stdout", "stderr")
+_lock = threading.Lock()
+_open = 0
+
+
+@contextmanager
+def captured_output() -> Iterator[io.StringIO]:
+    """What this thread prints to stdout or stderr inside the block, in order; other threads print as before."""
+    global _open
+    with _lock:
+        for name in _STREAMS:
+            if not isinstance(getattr(sys, name), _PerThreadStream):
+                setattr(sys, name, _PerThreadStream(getattr(sys, name)))
+        proxies = [getattr(sys, name) for name in _STREAMS]
+        _open += 1
+    buffer = io.StringIO()
+    previous = [getattr(p.local, "buffer", None) for p in proxies]
+    for proxy in proxies:
+        proxy.local.buffer = buffer
+    try:
+        yield buffer
+    finally:
+        for proxy, before in zip(proxies, previous):
+            proxy.local.buffer = before
+        with _lock:
+            _open -= 1
+            if _open == 0:
+                for name, proxy in zip(_STREAMS, proxies):
+                    if getattr(sys, name) is proxy:
+                        setattr(sys, name, proxy.fallback)
+
+
+def run_step(argv: list[str], *, cluster: Any, outputs: Any) -> tuple[int, str]:
+    """`nvcre-step ARGV` against `cluster`: (exit code, log). argparse's exit is the pod's exit code; an exception
+    is exit 1 with its traceback in the log, as a crashing container would show."""
+    from nvcre_hera.steps.main import main as step_main
+
+    lines: list[str] = []
+    with captured_output() as stray:
+        try:
+            code = step_main(argv, cluster=cluster, outputs=outputs, log=lines.append)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+        except Exception:  # noqa: BLE001 - a crashing step is a failed pod, not a crashed runner
+            lines.append(traceback.format_exc())
+            code = 1
+    return int(code or 0), "\n".join(lines) + stray.getvalue()
+
+
+__all__ = ["captured_output", "run_step"]
