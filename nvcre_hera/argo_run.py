@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from nvcre_hera.workflow_report import workflow_nodes
+
 FINAL = ("Succeeded", "Failed", "Error")
 RUNNER_PID = "podrunner.pid"
 
@@ -115,12 +117,13 @@ def watch(api: Any, namespace: str, name: str, timeout_s: float,
     while True:
         wf = custom.get_namespaced_custom_object("argoproj.io", "v1alpha1", namespace, "workflows", name)
         status = wf.get("status") or {}
-        for node in (status.get("nodes") or {}).values():
+        wf_nodes = workflow_nodes(wf).values()
+        for node in wf_nodes:
             if on_node is not None and seen.get(node["id"]) != node.get("phase"):
                 seen[node["id"]] = node.get("phase")
                 on_node(node)
         if status.get("phase") in FINAL and not any(
-                (n.get("phase") in ("Running", "Pending")) for n in (status.get("nodes") or {}).values()):
+                (n.get("phase") in ("Running", "Pending")) for n in wf_nodes):
             return wf
         if time.monotonic() > deadline:
             return wf
@@ -131,7 +134,7 @@ def to_run(wf: dict, started: float) -> ArgoRun:
     status = wf.get("status") or {}
     name = wf["metadata"]["name"]
     nodes = {}
-    for n in (status.get("nodes") or {}).values():
+    for n in workflow_nodes(wf).values():
         params = {p["name"]: p.get("value", "") for p in ((n.get("outputs") or {}).get("parameters") or [])}
         nodes[n["id"]] = ArgoNode(n["name"], n.get("displayName", ""), n.get("type", ""), n.get("templateName", ""),
                                   n.get("phase", ""), n.get("message", ""), {"parameters": params} if params else {})

@@ -4,11 +4,26 @@ Server alike (both have `status.nodes[*].templateName` and `outputs.parameters`)
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 
 
+def workflow_nodes(workflow: dict) -> dict[str, dict]:
+    """`status.nodes`, or, for a workflow over Argo's size limit (1 MiB by default), the nodes the controller
+    compressed into `status.compressedNodes`: base64 of gzipped JSON (argo-workflows v4.0.5
+    workflow/packer/packer.go DecompressWorkflow, util/file/fileutil.go CompressEncodeString)."""
+    status = workflow.get("status") or {}
+    if status.get("nodes"):
+        return status["nodes"]
+    packed = status.get("compressedNodes")
+    if not packed:
+        return {}
+    return json.loads(gzip.decompress(base64.b64decode(packed)))
+
+
 def report_of(workflow: dict) -> dict | None:
-    nodes = ((workflow.get("status") or {}).get("nodes") or {}).values()
+    nodes = workflow_nodes(workflow).values()
     judged = sorted((n for n in nodes if n.get("templateName") == "judge"), key=lambda n: n.get("name", ""))
     for node in reversed(judged):
         for param in (node.get("outputs") or {}).get("parameters") or []:
