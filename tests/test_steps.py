@@ -125,3 +125,25 @@ def test_bad_step_arguments_exit_2(argv, capsys):
     with pytest.raises(SystemExit) as err:
         step_main(argv, cluster=object(), outputs=Outputs("/tmp", in_memory=True), log=lambda line: None)
     assert err.value.code == 2
+
+
+@pytest.mark.parametrize("ending", [RuntimeError("API server went away"), SystemExit(143)],
+                         ids=["the step crashes", "SIGTERM (argo stop/terminate, deadline)"])
+def test_a_run_that_ends_mid_job_deletes_its_job(ending):
+    """SystemExit(143) is what steps/main.py turns SIGTERM into in a pod; the exit handler does not run on
+    `argo terminate`, so the step itself must not leave its MPIJob holding GPUs."""
+    cluster = load_sim_cluster(CLUSTERS / "healthy-h100-16.yaml")
+    real_wait = cluster.wait_for_job
+
+    def wait_then_end(*a, **kw):
+        assert cluster.jobs_alive() == 1  # the job exists while the step waits for it
+        real_wait(*a, **kw)
+        raise ending
+
+    cluster.wait_for_job = wait_then_end
+    plan = plan_for("[{domain: communication, variant: nccl-all-reduce}]")
+    with pytest.raises(type(ending)):
+        step(["run", "--plan", json.dumps(plan), "--category", "0", "--group",
+              json.dumps({"id": "g0", "nodes": ["gpu-node-01", "gpu-node-02"]}), "--platform", "aws", "--gpu", "h100",
+              "--workflow-name", "wf", "--workflow-uid", "u1", "--namespace", "nvcre"], cluster)
+    assert cluster.jobs_created == 1 and cluster.jobs_alive() == 0

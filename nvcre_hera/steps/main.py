@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Callable
@@ -82,11 +83,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+SIGTERM_EXIT = 128 + signal.SIGTERM
+
+
+def _exit_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit(143), so `finally`/`except` blocks run (the run step deletes its job objects).
+    The kubelet sends SIGTERM when the pod's activeDeadlineSeconds passes or it is deleted or evicted, and Argo's
+    `stop`/`terminate` signal the main container the same way (argo-workflows workflow/controller/exec_control.go,
+    killContainers); Python's default for SIGTERM is to die at once, running nothing."""
+    def stop(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def main(argv: list[str] | None = None, *, cluster: Cluster | None = None, outputs: Outputs | None = None,
          log: Callable[[str], None] | None = None) -> int:
     args = build_parser().parse_args(argv)
     out = outputs or Outputs(args.out)
     say = log or (lambda line: print(line, flush=True))
+    if cluster is None:  # in a pod (in process, the runner models how the pod ends)
+        _exit_on_sigterm()
     if cluster is None and args.step != "judge":
         from nvcre_hera.cluster.kube import KubeCluster
 

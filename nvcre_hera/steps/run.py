@@ -125,43 +125,63 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
     backend = backend_for(entry, plan.get("backend"))
     results = []
     repeats = int(options.get("repeatCount") or 1)
-    for repeat in range(repeats):
-        job = plan_job(entry, category_index, options, group, repeat, ctx)
-        started = cluster.now()
-        objects = job_objects(backend, job)
-        dependencies = [cluster.create_job(obj) for obj in objects[:-1]]  # e.g. a TrainJob's TrainingRuntime
-        name = cluster.create_job(objects[-1])
-        log(f"run: {entry.key} group {group['id']} ({len(job.nodes)} node(s)) repeat {repeat}: created "
-            f"{backend.kind} {name}")
-        outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
-        text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]),
-                                         outcome.phase == "Succeeded")
-        if entry.parser == "training":  # goodput needs the job's wall time, which only the watcher knows
-            from nvcre_hera.parsers.training import goodput_ratio
+    alive: list[str] = []  # job objects created and not yet deleted, newest last
+    try:
+        for repeat in range(repeats):
+            job = plan_job(entry, category_index, options, group, repeat, ctx)
+            started = cluster.now()
+            objects = job_objects(backend, job)
+            dependencies = []
+            for obj in objects[:-1]:  # e.g. a TrainJob's TrainingRuntime
+                dependencies.append(cluster.create_job(obj))
+                alive.append(dependencies[-1])
+            name = cluster.create_job(objects[-1])
+            alive.append(name)
+            log(f"run: {entry.key} group {group['id']} ({len(job.nodes)} node(s)) repeat {repeat}: created "
+                f"{backend.kind} {name}")
+            outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
+            text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]),
+                                             outcome.phase == "Succeeded")
+            if entry.parser == "training":  # goodput needs the job's wall time, which only the watcher knows
+                from nvcre_hera.parsers.training import goodput_ratio
 
-            parsed["goodputRatio"] = goodput_ratio(parsed, outcome.elapsed_s)
-        if not diagnose or repeat == repeats - 1:  # diagnose: one log excerpt per test keeps the Workflow small
-            _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
-        reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
-        deleted = cluster.delete_job(name)
-        for dep in reversed(dependencies):
-            deleted = cluster.delete_job(dep) and deleted
-        metrics = reason_rules.metrics_from(entry.parser, parsed)
-        status = "failed" if reasons else "ok"
-        results.append({
-            "category": entry.key, "group": group["id"], "nodes": job.nodes, "status": status,
-            "metrics": metrics, "samples": _samples(parsed) if entry.parser == "nccl" else [],
-            "reasons": reasons, "runtimeSec": round(cluster.now() - started, 1), "jobName": name,
-            "jobDeleted": deleted,
-            # the report's failure log: only failures need one, and it is stored with the Workflow
-            "logTail": "\n".join(text.splitlines()[-LOG_TAIL_LINES:]) if reasons else "",
-            "repeat": repeat, "transport": parsed.get("transport"),
-            # NCCL WARN lines are no failure evidence, but the report keeps the first few
-            "warnings": [str(w)[:200] for w in (parsed.get("warnings") or [])[:WARNINGS_KEPT]],
-        })
-        summary = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()) or "no measurement"
-        log(f"run: {name} {outcome.phase} after {outcome.elapsed_s:.0f}s: {summary}; "
-            f"{'; '.join(r['reason'] for r in reasons) or 'no problems'}; job deleted: {deleted}")
+                parsed["goodputRatio"] = goodput_ratio(parsed, outcome.elapsed_s)
+            if not diagnose or repeat == repeats - 1:  # diagnose: one log excerpt per test keeps the Workflow small
+                _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
+            reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
+            deleted = cluster.delete_job(name)
+            alive.remove(name)
+            for dep in reversed(dependencies):
+                deleted = cluster.delete_job(dep) and deleted
+                alive.remove(dep)
+            metrics = reason_rules.metrics_from(entry.parser, parsed)
+            status = "failed" if reasons else "ok"
+            results.append({
+                "category": entry.key, "group": group["id"], "nodes": job.nodes, "status": status,
+                "metrics": metrics, "samples": _samples(parsed) if entry.parser == "nccl" else [],
+                "reasons": reasons, "runtimeSec": round(cluster.now() - started, 1), "jobName": name,
+                "jobDeleted": deleted,
+                # the report's failure log: only failures need one, and it is stored with the Workflow
+                "logTail": "\n".join(text.splitlines()[-LOG_TAIL_LINES:]) if reasons else "",
+                "repeat": repeat, "transport": parsed.get("transport"),
+                # NCCL WARN lines are no failure evidence, but the report keeps the first few
+                "warnings": [str(w)[:200] for w in (parsed.get("warnings") or [])[:WARNINGS_KEPT]],
+            })
+            summary = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()) or "no measurement"
+            log(f"run: {name} {outcome.phase} after {outcome.elapsed_s:.0f}s: {summary}; "
+                f"{'; '.join(r['reason'] for r in reasons) or 'no problems'}; job deleted: {deleted}")
+    except BaseException:
+        # Nothing lost: a step that crashes, or is stopped (SIGTERM from `argo stop|terminate`, the pod's deadline
+        # or an eviction arrives here as SystemExit, see steps/main.py), still deletes the jobs it created. Argo's
+        # exit handler does not run on terminate, so this is the only cleanup such a run gets.
+        for name in reversed(alive):
+            try:
+                deleted = cluster.delete_job(name)
+            except Exception as err:  # noqa: BLE001 - report it and try the others
+                deleted = False
+                log(f"run: could not delete {name} while stopping: {err}")
+            log(f"run: stopping: deleted {name}: {deleted}")
+        raise
     out.write("metrics", diagnose_result(group["id"], results, options.get("thresholds") or {})
               if diagnose else results)
     return 0
