@@ -163,8 +163,8 @@ def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
         row["localPhase"] = local.run.phase
     else:
         row["disagreements"] = diff(case.expect or {}, {k: got.get(k) for k in (case.expect or {})})
-        if case.action == "Terminate":
-            row["jobObjectsLeftBehind"] = 0 if row["jobObjectsLeftBehind"] is None else row["jobObjectsLeftBehind"]
+    if row["jobObjectsLeftBehind"] is None:  # fail closed: no record of the jobs is no proof that none are left
+        row["disagreements"].append("no record of the job objects this run created and deleted")
     mark = "ok " if not row["disagreements"] and not row["hung"] else "BAD"
     say(f"e2e: {mark} {case.name:<40} argo {argo.run.phase:<9} {got.get('result') or '-':<11} "
         f"{row['realSeconds']:6.1f}s left {row['jobObjectsLeftBehind']}"
