@@ -69,8 +69,13 @@ def cases() -> list[Case]:
         for cluster in ("healthy-h100-16", "slow-gpu", "slow-nic", "crash", "unschedulable-midrun"):
             out.append(Case(f"{Path(cert).stem}@{cluster}", cert, c(cluster)))
     diag = "examples/certifications/diagnose.yaml"
-    for cluster in ("healthy-h100-16", "two-faulty-64", "link-fault", "flapping", "mixed-faults"):
+    for cluster in ("healthy-h100-16", "slow-gpu", "two-faulty-64", "link-fault", "flapping", "mixed-faults"):
         out.append(Case(f"diagnose@{cluster}", diag, c(cluster)))
+    for cluster in ("healthy-h100-16", "slow-gpu"):  # the TrainJob backend (manifests/components/trainjob)
+        out.append(Case(f"trainjob@{cluster}", "examples/certifications/trainjob.yaml", c(cluster)))
+    for run, cluster in (("nccl-all-reduce", "healthy-h100-16"), ("nccl-all-reduce", "slow-nic"),
+                         ("my-workload", "healthy-h100-16")):  # WorkloadRun, NVCRE's one-workload kind
+        out.append(Case(f"workloadrun-{run}@{cluster}", f"examples/workloadruns/{run}.yaml", c(cluster)))
     out += [
         Case("intra-node@256-nodes", "examples/certifications/intra-node.yaml", big),
         Case("intra-node@step-crash", "examples/certifications/intra-node.yaml", c("step-crash")),

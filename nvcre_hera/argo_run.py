@@ -23,6 +23,7 @@ from nvcre_hera.workflow_report import workflow_nodes
 
 FINAL = ("Succeeded", "Failed", "Error")
 RUNNER_PID = "podrunner.pid"
+RUNNER_SCALE = "podrunner.scale"
 
 
 @dataclass
@@ -63,13 +64,18 @@ def runner_alive(state_dir: Path) -> bool:
 
 
 def ensure_runner(state_dir: Path, scale: float) -> None:
-    """Start the pod runner in its own session (it outlives this command, like the control plane) unless running."""
+    """Start the pod runner in its own session (it outlives this command, like the control plane) unless one runs
+    at this time scale; one at another scale is restarted (its scale decides every deadline's meaning)."""
+    scale_file = state_dir / RUNNER_SCALE
     if runner_alive(state_dir):
-        return
+        if scale_file.is_file() and scale_file.read_text().strip() == f"{scale:g}":
+            return
+        stop_runner(state_dir)
     log = open(state_dir / "logs" / "podrunner.log", "ab")  # noqa: SIM115 - handed to the child
     proc = subprocess.Popen([sys.executable, "-m", "nvcre_hera.podrunner", "--state-dir", str(state_dir),
                              "--scale", f"{scale:g}"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     (state_dir / RUNNER_PID).write_text(str(proc.pid))
+    scale_file.write_text(f"{scale:g}\n")
 
 
 def stop_runner(state_dir: Path) -> bool:

@@ -317,3 +317,12 @@ def test_etcd_template_key_follows_contents_and_seed_copies(tmp_path):
     assert [p.name for p in cache.iterdir()] == ["etcd-k2"]
     assert template.seed(template.template_dir(cache, "k2"), tmp_path / "d1")
     assert (tmp_path / "d1" / "member" / "snap" / "db").read_text() == "bolt"
+
+
+def test_manifest_objects_include_the_optional_components():
+    from nvcre_hera.controlplane.install import manifest_objects
+
+    ns, objs = manifest_objects(REPO / "manifests")
+    names = {(o["kind"], o["metadata"]["name"]) for o in objs}
+    component = list(yaml.safe_load_all((REPO / "manifests/components/trainjob/role-trainjob.yaml").read_text()))
+    assert ns == "nvcre" and {(d["kind"], d["metadata"]["name"]) for d in component} <= names
