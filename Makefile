@@ -50,9 +50,13 @@ e2e-down: $(STAMP)
 # make e2e: every example certification x example cluster (and the failure paths) on the real Argo controller and
 # on the local executor, compared; summary in out/e2e/summary.json. Always takes the control plane down again.
 e2e: e2e-up
-	set +e; NVCRE_E2E_STATE=$(E2E_STATE) $(BIN)/python -m pytest -m e2e tests/e2e; t=$$?; \
+	set +e; mkdir -p out/e2e; rm -f out/e2e/summary.txt; \
+	NVCRE_E2E_STATE=$(E2E_STATE) $(BIN)/python -m pytest -m e2e tests/e2e; t=$$?; \
 	$(BIN)/python e2e/differential.py --state-dir $(E2E_STATE); d=$$?; \
-	$(BIN)/python -m nvcre_hera.controlplane down --state-dir $(E2E_STATE); \
+	$(BIN)/python -m nvcre_hera.controlplane down --state-dir $(E2E_STATE) > out/e2e/down.log 2>&1 \
+	  || { cat out/e2e/down.log; d=1; }; \
+	echo "e2e: pytest -m e2e exit $$t, differential exit $$d"; \
+	cat out/e2e/summary.txt 2>/dev/null || echo "e2e: no summary (the differential did not finish)"; \
 	test $$t -eq 0 -a $$d -eq 0
 
 e2e-controlplane-test: e2e-up

@@ -221,9 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "summary.json").write_text(json.dumps(summary, indent=2))
     ok = not summary["disagreements"] and not summary["hung"] and not summary["leftBehind"] and not forbidden
-    print(f"e2e: {summary['workflows']} workflows on Argo {summary['argoVersion']}, {summary['disagreements']} "
-          f"disagreements, {summary['hung']} hung, {summary['leftBehind']} left behind, {forbidden} 403s "
-          f"({summary['seconds']:.0f} s)")
+    line = (f"e2e: {summary['workflows']} workflows on Argo {summary['argoVersion']}, {summary['disagreements']} "
+            f"disagreements, {summary['hung']} hung, {summary['leftBehind']} left behind, {forbidden} 403s "
+            f"({summary['seconds']:.0f} s)")
+    (OUT / "summary.txt").write_text(line + "\n")  # make e2e prints it again last, after the control plane is down
+    print(line, flush=True)
     return 0 if ok else 1
 
 
