@@ -154,6 +154,8 @@ def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
     row = {"case": case.name, "workflow": argo.run.name, "argoPhase": argo.run.phase,
            "realSeconds": round(time.monotonic() - t0, 1), "hung": argo.run.phase == "Running",
            "jobObjectsLeftBehind": sim.get("jobObjectsLeftBehind"), "result": got.get("result"),
+           "podNodes": len(got.get("pods") or {}), "nodesCompressed": argo.run.compressed_nodes,
+           "storedParameterBytes": ((argo.report or {}).get("execution") or {}).get("storedParameterBytes"),
            "disagreements": []}
     if case.compare:
         def same_identity(wf: dict) -> dict:

@@ -49,6 +49,7 @@ class ArgoRun:
     pods_started: int
     exit_handler_phase: str | None = None
     uid: str = ""
+    compressed_nodes: bool = False  # over MAX_WORKFLOW_SIZE, the controller gzipped status.nodes (packer.go)
 
     def nodes_of(self, template: str) -> list[ArgoNode]:
         return [n for n in self.nodes.values() if n.template == template]
@@ -149,7 +150,8 @@ def to_run(wf: dict, started: float) -> ArgoRun:
     return ArgoRun(name=name, phase=phase if phase in FINAL else "Running", message=status.get("message", ""),
                    nodes=nodes, wall_time_s=time.monotonic() - started,
                    pods_started=sum(1 for n in nodes.values() if n.type == "Pod"),
-                   exit_handler_phase=exit_nodes[0].phase if exit_nodes else None, uid=wf["metadata"].get("uid", ""))
+                   exit_handler_phase=exit_nodes[0].phase if exit_nodes else None, uid=wf["metadata"].get("uid", ""),
+                   compressed_nodes=bool(status.get("compressedNodes")))
 
 
 def run_argo(cert_path: str, cluster_path: str | None = None, *, step_image: str | None = None,
