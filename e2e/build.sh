@@ -3,7 +3,7 @@
 # e2e/tools/*/go.mod and go.sum). A binary is rebuilt only when its module's go.sum changes.
 #   etcd                               go.etcd.io/etcd/server/v3 v3.7.3
 #   kube-apiserver                     k8s.io/kubernetes v1.37.2
-#   workflow-controller, argoexec      github.com/argoproj/argo-workflows/v4 v4.0.5
+#   workflow-controller                github.com/argoproj/argo-workflows/v4 v4.0.5
 #   argo (CLI + Argo Server)           the same module, from a writable copy with an empty ui/dist/app
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,25 +32,19 @@ build kube-apiserver kube k8s.io/kubernetes/cmd/kube-apiserver \
   "-X $K8S.gitVersion=v1.37.2 -X $K8S.gitMajor=1 -X $K8S.gitMinor=37"
 AV=github.com/argoproj/argo-workflows/v4
 build workflow-controller argo $AV/cmd/workflow-controller "-X $AV.version=v4.0.5"
-# argoexec and argo build from a writable copy of the module: its zip omits two things the source tree has.
-#  - workflow/executor/osspecific/signal_linux.go is a symlink to signal_darwin.go upstream, and module zips drop
-#    symlinks, so argoexec fails with "undefined: Setpgid" (command_unix.go); the copy restores it.
-#  - cmd/argo embeds ui/dist/app (//go:embed), which is git-ignored upstream; an empty placeholder stands in.
-if ! fresh argoexec argo || ! fresh argo argo; then
+# argo builds from a writable copy of the module: cmd/argo embeds ui/dist/app (//go:embed), which is git-ignored
+# upstream and so not in the module zip; an empty placeholder stands in. argoexec is not built: no kubelet runs
+# containers here, and the pod runner (nvcre_hera/podrunner) follows argoexec's source instead (docs/e2e.md).
+if ! fresh argo argo; then
   src=$(cd e2e/tools/argo && go list -m -f '{{.Dir}}' $AV)
   work=$ROOT/.e2e/src/argo-workflows
   rm -rf "$work"; mkdir -p "$work"
   cp -r "$src"/. "$work"/; chmod -R u+w "$work"
-  osdir=$work/workflow/executor/osspecific
-  [[ -e $osdir/signal_linux.go ]] || cp "$osdir/signal_darwin.go" "$osdir/signal_linux.go"
   mkdir -p "$work/ui/dist/app"
   echo '<!doctype html><title>Argo UI not built</title>' > "$work/ui/dist/app/index.html"
-  for name in argo argoexec; do  # argo first: the control plane needs it, only the pod runner needs argoexec
-    fresh "$name" argo && continue
-    t0=$SECONDS
-    (cd "$work" && go build -ldflags "-s -w -X $AV.version=v4.0.5" -o "$BIN/$name" "./cmd/$name")
-    stamp argo > "$BIN/.$name.stamp"
-    echo "built $name in $((SECONDS - t0)) s"
-  done
+  t0=$SECONDS
+  (cd "$work" && go build -ldflags "-s -w -X $AV.version=v4.0.5" -o "$BIN/argo" ./cmd/argo)
+  stamp argo > "$BIN/.argo.stamp"
+  echo "built argo in $((SECONDS - t0)) s"
   rm -rf "$work"
 fi
