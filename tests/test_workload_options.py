@@ -72,6 +72,14 @@ def test_ssh_port_is_22_on_both_sides_and_set_on_the_mpirun_command_line():
     assert not any(e["name"] == "OMPI_MCA_plm_rsh_args" for e in worker.get("env", []))
 
 
+def test_nccl_launcher_runs_the_binary_coreweave_builds():
+    """CoreWeave builds nccl-tests with `make MPI=1`, no NAME_SUFFIX (Dockerfile L279-283): no `_mpi` name."""
+    _, launcher = _mpi(_job("communication", "nccl-alltoall"))
+    assert launcher[0] == "/opt/hpcx/ompi/bin/mpirun"
+    assert "/opt/nccl-tests/build/alltoall_perf" in launcher
+    assert not any(a.endswith("_perf_mpi") for a in launcher)
+
+
 def test_dcgm_host_option_connects_to_that_host_engine_and_the_default_uses_dcgmis_own():
     """Default, no `--host`: dcgmi diag falls back to an in-process host engine (DCGM v4.5.2 dcgmi/Diag.cpp
     L1475-1497); with dcgmHost it connects there (and fails if it cannot, Diag.cpp L1394-1396)."""
