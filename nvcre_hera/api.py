@@ -209,6 +209,28 @@ class CategoryOptions(_Model):
     # nvcre-hera extensions
     diagnose_strategy: Literal["adaptive", "halving"] | None = Field(None, alias="diagnoseStrategy")
     transport_check: bool | None = Field(None, alias="transportCheck")
+    # nvcre-hera extensions: image facts docs/workload-facts.md could not confirm, overridable (argv elements only)
+    megatron_dir: str | None = Field(None, alias="megatronDir")
+    sshd_path: str | None = Field(None, alias="sshdPath")
+    dcgm_host: str | None = Field(None, alias="dcgmHost")
+
+    @field_validator("megatron_dir", "sshd_path")
+    @classmethod
+    def _absolute_path(cls, value: str | None) -> str | None:
+        if value is not None and (not re.fullmatch(r"^(/[A-Za-z0-9._+-]+)+/?$", value) or "/../" in value + "/"):
+            raise ValueError(f"{value!r} is not an absolute path (letters, digits, '.', '_', '+', '-' between '/')")
+        return value
+
+    @field_validator("dcgm_host")
+    @classmethod
+    def _host_port(cls, value: str | None) -> str | None:
+        """`dcgmi diag --host` takes IP/FQDN[:port] (DCGM dcgmi/CommandLineParser.cpp)."""
+        if value is not None:
+            host, _, port = value.partition(":")
+            if not re.fullmatch(_DNS_SUBDOMAIN, host.lower()) or (port and not (port.isdigit() and
+                                                                              0 < int(port) < 65536)):
+                raise ValueError(f"{value!r} is not HOST or HOST:PORT (e.g. nvidia-dcgm.gpu-operator.svc:5555)")
+        return value
 
     @field_validator("max_bytes")
     @classmethod

@@ -26,8 +26,10 @@ ADHOC_DOMAIN = "workloadrun"  # entries built from a WorkloadRun, not read from 
 # Placeholders an entry's args and env may use; everything else in braces is an error at load time.
 PLACEHOLDERS = frozenset(
     {"minBytes", "maxBytes", "numIterations", "numCycles", "gpusPerNode", "numNodes", "maxSteps", "exitDurationMins",
-     "enableMNNVL", "tensorParallel", "globalBatchSize"}
+     "enableMNNVL", "tensorParallel", "globalBatchSize", "megatronDir"}
 )
+CLONED_CODE_DIR = "/workspace/megatron-lm"  # where workers clone `sourceRepo`; {megatronDir} then points here
+DEFAULT_SSHD = "/usr/sbin/sshd"  # mpi-operator v0.8 sets this itself on an empty worker (mpi_job_controller.go L1504)
 
 
 class EntryDefaults(BaseModel):
@@ -61,6 +63,10 @@ class CatalogEntry(BaseModel):
     # mpiArgs); argv elements, never a shell line
     mpirun: str = "mpirun"
     mpi_args: list[str] = Field(default_factory=list, alias="mpiArgs")
+    # Facts about the image (docs/workload-facts.md) that a Certification may override where they are unverified:
+    # the workers' sshd (mpi/torch, option sshdPath) and where the image holds Megatron-LM (option megatronDir).
+    sshd: str = DEFAULT_SSHD
+    megatron_dir: str | None = Field(None, alias="megatronDir")
 
     @property
     def key(self) -> str:
@@ -102,6 +108,29 @@ def _check_placeholders(entry: CatalogEntry, path: Path) -> None:
         for _, field, _, _ in string.Formatter().parse(text):
             if field is not None and field not in PLACEHOLDERS:
                 raise InputError(f"unknown placeholder {{{field}}} in {text!r}", str(path))
+    if any("{megatronDir}" in a for a in entry.args) and not entry.megatron_dir:
+        raise InputError("args use {megatronDir} but the entry sets no megatronDir", str(path))
+
+
+def apply_workload_options(entry: CatalogEntry, options: dict) -> CatalogEntry:
+    """The entry with the Certification's overrides of its image facts applied (camelCase option keys):
+    `{megatronDir}` filled (the `sourceRepo` clone wins over the image's copy), `sshdPath` as the workers' sshd, and
+    `dcgmHost` as `dcgmi diag --host HOST[:PORT]` instead of the host engine dcgmi starts in-process.
+    Values only ever become argv elements."""
+    update: dict = {}
+    megatron = CLONED_CODE_DIR if options.get("sourceRepo") else options.get("megatronDir") or entry.megatron_dir
+    if any("{megatronDir}" in a for a in entry.args):
+        if not megatron:
+            raise InputError("args use {megatronDir} but the entry sets no megatronDir", entry.key)
+        update["args"] = [a.replace("{megatronDir}", megatron) for a in entry.args]
+        update["megatron_dir"] = megatron
+    if options.get("sshdPath"):
+        update["sshd"] = options["sshdPath"]
+    if options.get("dcgmHost") and entry.test == "dcgm_diag":
+        args = update.get("args", entry.args)
+        # after the `diag` subcommand: `dcgmi diag --host H` (dcgmi/CommandLineParser.cpp, diag's --host)
+        update["args"] = [*args[:1], "--host", options["dcgmHost"], *args[1:]]
+    return entry.model_copy(update=update) if update else entry
 
 
 def get_entry(domain: str, variant: str) -> CatalogEntry:
@@ -164,8 +193,11 @@ def platform_settings(platform: str) -> dict:
 
 __all__ = [
     "ADHOC_DOMAIN",
+    "CLONED_CODE_DIR",
     "CatalogEntry",
+    "DEFAULT_SSHD",
     "PLACEHOLDERS",
+    "apply_workload_options",
     "architecture_of",
     "catalog_dir",
     "get_entry",

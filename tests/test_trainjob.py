@@ -110,7 +110,7 @@ def test_mpi_runtime_is_the_mpijob_pods_under_trainer_names(cats: dict) -> None:
     assert worker["command"] == specs["Worker"]["template"]["spec"]["containers"][0]["command"]
     assert _pod(rjobs["node"])["affinity"] == specs["Worker"]["template"]["spec"]["affinity"]
     mpi = runtime["spec"]["mlPolicy"]["mpi"]
-    assert mpi["numProcPerNode"] == mpijob["spec"]["slotsPerWorker"] == 8 and mpi["sshAuthMountPath"] == "/root/.ssh"
+    assert mpi["numProcPerNode"] == mpijob["spec"]["slotsPerWorker"] == 8 and mpi["sshAuthMountPath"] == "/mnt/mpi-ssh"
     assert runtime["spec"]["mlPolicy"]["numNodes"] == job["spec"]["trainer"]["numNodes"] == 2
     assert job["spec"]["trainer"]["numProcPerNode"] == 8
     assert runtime["spec"]["template"]["spec"]["successPolicy"] == {"operator": "All",

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from nvcre_hera.catalog import CatalogEntry, gpu_defaults, platform_settings
+from nvcre_hera.catalog import CatalogEntry, apply_workload_options, gpu_defaults, platform_settings
 from nvcre_hera.cluster.base import (
     MANAGED_BY_LABEL,
     MANAGED_BY_VALUE,
@@ -92,6 +92,7 @@ def _fill(text: str, values: dict[str, Any]) -> str:
 def plan_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], group: dict, repeat: int,
              ctx: JobContext) -> JobPlan:
     """Resolve one test's job from the category's effective options, the group and the detected GPU/platform."""
+    entry = apply_workload_options(entry, options)  # the Certification's overrides of unverified image facts
     arch = gpu_defaults(ctx.gpu)
     plat = platform_settings(ctx.platform)
     gpus = int(options.get("gpusPerNode") or arch["gpusPerNode"])

@@ -1,24 +1,42 @@
 """MPIJob v2beta1 (kubeflow/mpi-operator v0.8): the default backend for mpi and torch categories.
 
-Shape from shared/reference/argo-hera-kubeflow.md §4.1: sshd workers with a readiness probe on port 2222, a
+Shape from shared/reference/argo-hera-kubeflow.md §4.1: sshd workers with a readiness probe on the ssh port, a
 launcher with restartPolicy Never and backoffLimit 0 (a failed test is a result, not something to retry),
 `WaitForWorkersReady` so the launcher never races the workers, `/dev/shm` as a memory emptyDir, GPU and NIC
 resources, and the platform's NCCL environment exported to every rank with `-x NAME` (values stay in env, never
 on a shell line). torch categories use mpirun only to start one torchrun per node (§4.4).
+
+ssh (docs/workload-facts.md): mpi-operator sets no port (only OMPI_MCA_plm_rsh_args="-o ConnectionAttempts=10",
+mpi_job_controller.go L192-193, appended after the container's env so an env var of ours would lose) and mounts its
+key Secret at /root/.ssh (id_rsa, id_rsa.pub, authorized_keys; mode 0600, L1764-1787). The catalog images run as
+root with the stock port 22, so workers listen on 22 and the launcher says so on mpirun's command line, which
+overrides the environment (Open MPI MCA precedence), keeping the operator's ConnectionAttempts.
 """
 
 from __future__ import annotations
 
+from nvcre_hera.catalog import CLONED_CODE_DIR
 from nvcre_hera.jobs.base import JobPlan, env_list, metadata, node_affinity, pod_placement
 
-SSH_PORT = 2222
-CATALOG_CODE_DIR = "/opt/megatron-lm"   # where the catalog's training image carries Megatron-LM
-CLONED_CODE_DIR = "/workspace/megatron-lm"  # where `sourceRepo` is cloned instead
+SSH_PORT = 22  # the images' own sshd_config/ssh_config default (no Port line): both sides agree without a config file
+# mpirun's rsh agent arguments: the port, plus the operator's own ConnectionAttempts that this value replaces
+RSH_ARGS = f"-p {SSH_PORT} -o ConnectionAttempts=10"
+
+
+def worker_command(plan: JobPlan) -> list[str]:
+    """sshd in the foreground, logging to stderr, on SSH_PORT (argv, no shell)."""
+    return [plan.entry.sshd, "-De", "-p", str(SSH_PORT)]
+
+
+def launcher_command(plan: JobPlan, ranks: int, mapping: list[str], exports: list[str], argv: list[str]) -> list[str]:
+    return [plan.mpirun, "--allow-run-as-root", "-np", str(ranks), *mapping, "--bind-to", "none",
+            "--mca", "plm_rsh_args", RSH_ARGS, *plan.mpi_args, *exports, *argv]
 
 
 def source_checkout(plan: JobPlan) -> tuple[list[str], dict | None, dict | None]:
-    """With `sourceRepo`, workers clone it (argv, no shell: the URL is validated) into an emptyDir and the training
-    command points there; returns (argv, init container, volume)."""
+    """With `sourceRepo`, workers clone it (argv, no shell: the URL is validated) into an emptyDir; the training
+    command already points there ({megatronDir}, catalog.apply_workload_options); returns (argv, init container,
+    volume)."""
     if not plan.source_repo:
         return plan.argv, None, None
     repo = plan.source_repo
@@ -26,8 +44,7 @@ def source_checkout(plan: JobPlan) -> tuple[list[str], dict | None, dict | None]
              repo["url"], CLONED_CODE_DIR]
     init = {"name": "checkout", "image": plan.image, "command": clone,
             "volumeMounts": [{"name": "workspace", "mountPath": "/workspace"}]}
-    argv = [a.replace(CATALOG_CODE_DIR, CLONED_CODE_DIR) for a in plan.argv]
-    return argv, init, {"name": "workspace", "emptyDir": {}}
+    return plan.argv, init, {"name": "workspace", "emptyDir": {}}
 
 
 class MPIJobBackend:
@@ -46,8 +63,7 @@ class MPIJobBackend:
             ranks, mapping = n * plan.gpus_per_node, ["--map-by", f"ppr:{plan.gpus_per_node}:node"]
         exports = [arg for key in sorted(env) for arg in ("-x", key)]
         argv, checkout, workspace = source_checkout(plan)
-        launcher_cmd = [plan.mpirun, "--allow-run-as-root", "-np", str(ranks), *mapping, "--bind-to", "none",
-                        *plan.mpi_args, *exports, *argv]
+        launcher_cmd = launcher_command(plan, ranks, mapping, exports, argv)
         placement = pod_placement(plan)
         limits: dict[str, str] = {"nvidia.com/gpu": str(plan.gpus_per_node)}
         if plan.nic_resource and plan.nics_per_node > 0 and plan.rdma_device_access == "devicePlugin":
@@ -106,7 +122,7 @@ class MPIJobBackend:
                                 **({"initContainers": [checkout]} if checkout else {}),
                                 "containers": [{
                                     "name": "worker", "image": plan.image,
-                                    "command": ["/usr/sbin/sshd", "-De", "-p", str(SSH_PORT)],
+                                    "command": worker_command(plan),
                                     "env": env_list(env),
                                     "readinessProbe": {"tcpSocket": {"port": SSH_PORT}, "initialDelaySeconds": 2,
                                                        "periodSeconds": 2},
@@ -123,4 +139,4 @@ class MPIJobBackend:
         }
 
 
-__all__ = ["MPIJobBackend", "SSH_PORT"]
+__all__ = ["MPIJobBackend", "RSH_ARGS", "SSH_PORT", "launcher_command", "worker_command"]

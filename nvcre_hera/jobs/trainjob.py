@@ -24,7 +24,14 @@ ANCESTOR_LABEL = "trainer.kubeflow.org/trainjob-ancestor-step"  # pkg/constants/
 ANCESTOR_TRAINER = "trainer"  # constants.go:66: the replicated job that TrainJob.spec.trainer overrides
 NODE = "node"  # constants.go:69: replicated job and container name the plugins look for
 LAUNCHER = "launcher"  # constants.go:92
-SSH_AUTH_MOUNT = "/root/.ssh"  # MPIMLPolicySource.sshAuthMountPath default (trainingruntime_types.go); we run as root
+# Trainer v2.3 mounts the key Secret with the private key at mode 0640 (constants.go L153-154, for its runAsUser 1000
+# runtimes); OpenSSH refuses a key its own user owns with any group/other bit (authfile.c sshkey_perm_ok), and the
+# Secret's files are root's. So, running as root, the Secret goes to a side directory and an init container copies
+# the keys into /root/.ssh at 0600 (NVCRE does the same copy, shared/reference/workload-images.md §7).
+SSH_AUTH_MOUNT = "/mnt/mpi-ssh"  # MPIMLPolicySource.sshAuthMountPath
+SSH_HOME = "/root/.ssh"
+SSH_SECRET_VOLUME = "mpi-ssh-auth"  # constants.go L136, MPISSHAuthVolumeName
+SSH_KEY_FILES = ("id_rsa", "id_rsa.pub", "authorized_keys")  # constants.go L139-148
 TORCH_MASTER_PORT = 29500  # constants.go:72, PET_MASTER_PORT
 
 
@@ -43,6 +50,28 @@ def _as_node(pod_template: dict, container: str) -> dict:
     for c in out["spec"]["containers"]:
         if c["name"] == container:
             c["name"] = NODE
+    return out
+
+
+def _with_ssh_keys_copied(pod_template: dict, image: str) -> dict:
+    """A copy of an MPI pod template whose `node` container finds the keys in /root/.ssh at 0700/0600 (argv lists:
+    `install -d -m 0700`, then `install -m 0600 -t`), copied from Trainer's Secret mount by init containers."""
+    out = copy.deepcopy(pod_template)
+    spec = out["spec"]
+    home = {"name": "ssh-home", "mountPath": SSH_HOME}
+    secret = {"name": SSH_SECRET_VOLUME, "mountPath": SSH_AUTH_MOUNT, "readOnly": True}
+    spec["initContainers"] = [
+        *spec.get("initContainers", []),
+        {"name": "ssh-dir", "image": image, "command": ["install", "-d", "-m", "0700", SSH_HOME],
+         "volumeMounts": [home]},
+        {"name": "ssh-keys", "image": image,
+         "command": ["install", "-m", "0600", "-t", SSH_HOME, *(f"{SSH_AUTH_MOUNT}/{f}" for f in SSH_KEY_FILES)],
+         "volumeMounts": [secret, home]},
+    ]
+    spec["volumes"] = [*spec.get("volumes", []), {"name": "ssh-home", "emptyDir": {}}]
+    for c in spec["containers"]:
+        if c["name"] == NODE:
+            c["volumeMounts"] = [*c.get("volumeMounts", []), home]
     return out
 
 
@@ -72,8 +101,10 @@ class TrainJobBackend:
                     "successPolicy": {"operator": "All", "targetReplicatedJobs": [LAUNCHER]},
                     "failurePolicy": {"maxRestarts": 0},
                     "replicatedJobs": [
-                        _replicated_job(NODE, _as_node(specs["Worker"]["template"], "worker"), labels, False),
-                        _replicated_job(LAUNCHER, _as_node(specs["Launcher"]["template"], "launcher"), labels, True,
+                        _replicated_job(NODE, _with_ssh_keys_copied(_as_node(specs["Worker"]["template"], "worker"),
+                                                                    plan.image), labels, False),
+                        _replicated_job(LAUNCHER, _with_ssh_keys_copied(
+                            _as_node(specs["Launcher"]["template"], "launcher"), plan.image), labels, True,
                                         dependsOn=[{"name": NODE, "status": "Ready"}]),
                     ]}},
             }
