@@ -1,0 +1,148 @@
+"""The MPIJob launch, run for real: the job the generator writes, stood up as processes in Linux network namespaces
+(one per pod, `e2e/launch/fabric.py`), with what kubeflow/mpi-operator v0.8 adds (hostfile, launcher env, the ssh key
+Secret at /root/.ssh: `e2e/launch/mpi_operator.py`, cited there). Workers run the generated worker command (sshd),
+the launcher runs the generated mpirun command unchanged.
+
+STAND-IN: the benchmark is `e2e/launch/nccl_standin.c`, a small MPI program bound over the path the command names;
+it is NOT the CUDA nccl-tests binary. Proven: the launch plumbing (ssh port and options, the ssh key layout,
+hostfile, slots, `-x` exports, rank count and placement, exit code, the log reaching the project's parser). Not
+proven: anything about GPUs, NCCL, the network, or that the image holds the binaries and ssh configuration the test
+assumes (`e2e/launch/images.py`). Open MPI is Debian's (4.1 on bookworm), not the image's HPC-X build.
+
+Needs root (namespaces, mounts) and Debian's openmpi-bin, libopenmpi-dev, openssh-server, iproute2 (`make
+e2e-launch` installs them); without root every test here is skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from nvcre_hera.jobs import JobContext, plan_job, render_job
+from nvcre_hera.spec_load import parse_certification, resolve_categories
+
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(os.geteuid() != 0, reason="needs root: network namespaces and bind mounts")]
+
+REPO = Path(__file__).resolve().parents[2]
+STANDIN = REPO / "e2e" / "launch" / "nccl_standin.c"
+CTX = JobContext("wf-launch", "0b5e1a3c-0000-4000-8000-0000000000aa", "nvcre", "onprem", "h100")
+TOOLS = ("ip", "unshare", "mount", "mpicc", "mpirun", "ssh", "ssh-keygen", "ss", "/usr/sbin/sshd")
+
+
+def _category(variant: str, domain: str = "communication", **options: object):
+    doc = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": {"name": "launch"},
+           "spec": {"target": {}, "categories": [{"domain": domain, "variant": variant, "options": options}]}}
+    return resolve_categories(parse_certification(yaml.safe_dump(doc), "launch.yaml"))[0]
+
+
+def _generated(workers: int, variant: str = "nccl-all-reduce", domain: str = "communication", **options: object):
+    """The MPIJob and the plan, from the project's own job builder (as tests/test_jobs.py calls it)."""
+    cat = _category(variant, domain, **options)
+    group = {"id": "g0", "nodes": [f"node-{i}" for i in range(workers)]}
+    return (render_job(cat.entry, cat.index, cat.options, group, 0, CTX),
+            plan_job(cat.entry, cat.index, cat.options, group, 0, CTX))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tools() -> None:
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    assert not missing, f"missing {missing}: apt-get install openmpi-bin libopenmpi-dev openssh-server iproute2"
+
+
+def _launch(manifest: dict, workload_path: str):
+    from e2e.launch.fabric import Fabric
+    from e2e.launch.mpijob import run_mpijob
+
+    with Fabric() as fabric:
+        report = fabric.scratch / "ranks"
+        report.mkdir()
+        binary = fabric.scratch / "nccl-standin"
+        subprocess.run(["mpicc", "-O1", f'-DREPORT_DIR="{report}"', "-o", str(binary), str(STANDIN)], check=True)
+        return run_mpijob(fabric, manifest, {workload_path: binary}, report)
+
+
+def _worker(manifest: dict) -> dict:
+    return manifest["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+
+
+def _launcher(manifest: dict) -> dict:
+    return manifest["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+
+
+def _aligned(manifest: dict) -> dict:
+    """The generated MPIJob with the workers' sshd moved to the port the image's ssh client dials (22: neither the
+    image nor mpi-operator sets another, e2e/launch/images.py): the harness's positive control, so that the
+    mutations below fail for their own reason, not for the port."""
+    out = copy.deepcopy(manifest)
+    w = _worker(out)
+    cmd = list(w["command"])
+    if "-p" in cmd:
+        del cmd[cmd.index("-p"):cmd.index("-p") + 2]
+    w["command"] = cmd
+    w["readinessProbe"]["tcpSocket"]["port"] = 22
+    return out
+
+
+def _problems(result, manifest: dict) -> list[str]:
+    from e2e.launch.checks import nccl_log_problems, rank_problems
+
+    return rank_problems(result, manifest) + nccl_log_problems(result)
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_generated_mpijob_launches(workers: int) -> None:
+    """The generated nccl-all-reduce MPIJob, unchanged: 2 and 4 workers × slotsPerWorker ranks, each worker holding
+    its hostfile slots, every launcher env var in every rank, exit 0, the log parsed as a complete nccl-tests run."""
+    manifest, plan = _generated(workers)
+    result = _launch(manifest, plan.argv[0])
+    problems = _problems(result, manifest)
+    assert not problems, "\n".join(problems)
+
+
+def test_positive_control_with_the_port_aligned() -> None:
+    """Only the sshd port changed from the generated job: everything else must already hold."""
+    manifest, plan = _generated(2)
+    result = _launch(_aligned(manifest), plan.argv[0])
+    problems = _problems(result, manifest)
+    assert not problems, "\n".join(problems)
+    assert result.rc == 0 and len(result.ranks) == 2 * manifest["spec"]["slotsPerWorker"]
+
+
+def test_mutation_missing_export_is_caught() -> None:
+    """Drop one `-x NAME`: the rank no longer sees NAME (ssh sessions do not inherit the worker's env)."""
+    manifest, plan = _generated(2)
+    mutated = _aligned(manifest)
+    cmd = _launcher(mutated)["command"]
+    at = cmd.index("-x")
+    name = cmd[at + 1]
+    del cmd[at:at + 2]
+    problems = _problems(_launch(mutated, plan.argv[0]), mutated)
+    assert any(p.startswith(f"env {name}=") for p in problems), problems
+
+
+def test_mutation_wrong_slot_count_is_caught() -> None:
+    """slotsPerWorker smaller than the ranks per node the command maps: mpirun refuses, the launch fails."""
+    manifest, plan = _generated(2)
+    mutated = _aligned(manifest)
+    mutated["spec"]["slotsPerWorker"] = manifest["spec"]["slotsPerWorker"] // 2
+    problems = _problems(_launch(mutated, plan.argv[0]), mutated)
+    assert any(p.startswith("launcher exit code") for p in problems), problems
+
+
+def test_mutation_wrong_port_is_caught() -> None:
+    """The positive control with sshd on a port nobody dials: connection refused, exit code non-zero."""
+    manifest, plan = _generated(2)
+    mutated = _aligned(manifest)
+    _worker(mutated)["command"] += ["-p", "2200"]
+    _worker(mutated)["readinessProbe"]["tcpSocket"]["port"] = 2200
+    result = _launch(mutated, plan.argv[0])
+    problems = _problems(result, mutated)
+    assert any(p.startswith("launcher exit code") for p in problems), problems
+    assert "port 22: Connection refused" in result.log
