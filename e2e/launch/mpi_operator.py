@@ -10,13 +10,13 @@ Source: kubeflow/mpi-operator at v0.8.2 (commit caa3c47fc42eb762635f78045ec0fcd1
 - launcher env appended after the container's: `K_MPI_JOB_ROLE=launcher`, `OMPI_MCA_orte_keep_fqdn_hostnames=true`,
   `OMPI_MCA_orte_default_hostfile=/etc/mpi/hostfile`, `OMPI_MCA_plm_rsh_args=-o ConnectionAttempts=10`,
   `OMPI_MCA_orte_set_default_slots=<slots>`, then `NVIDIA_VISIBLE_DEVICES` and `NVIDIA_DRIVER_CAPABILITIES` empty
-  (MJC L117, L167-219, L1612-1635). Workers get `K_MPI_JOB_ROLE=worker` only (MJC L175-178, L1531). No port.
+  (MJC L117, L169-219, L1612-1635). Workers get `K_MPI_JOB_ROLE=worker` only (MJC L175-180, L1532). No port.
 - the Secret `<job>-ssh` holds an ECDSA P-521 key (PEM `EC PRIVATE KEY`) and its authorized-key line; files
   `id_rsa`, `id_rsa.pub`, `authorized_keys`, mode 0600 when mounted at /root/.ssh, on launcher and workers
-  (MJC L79-92, L144-155, L1440-1476, L1794-1816); `sshAuthMountPath` defaults to /root/.ssh (default.go L65-67).
+  (MJC L79-92, L142-155, L1442-1476, L1793-1816); `sshAuthMountPath` defaults to /root/.ssh (default.go L65-67).
 - pod hostname `<job>-worker-<i>` / `<job>-launcher`, subdomain = the job's Service, named after the job
-  (MJC L1480, L1508-1509, L1559-1560, L1411-1415); `slotsPerWorker` defaults to 1 (default.go L62-64).
-- a worker without command and args gets `/usr/sbin/sshd -De` (MJC L1527-1530): the operator never sets a port.
+  (MJC L1479-1481, L1512-1513, L1603-1604, L1410-1415); `slotsPerWorker` defaults to 1 (default.go L62-64).
+- a worker without command and args gets `/usr/sbin/sshd -De` (MJC L1528-1530): the operator never sets a port.
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def readiness_port(manifest: dict) -> int | None:
 
 
 def secret_files(private_pem: bytes, authorized_key: bytes) -> dict[str, bytes]:
-    """The Secret's items as files in the mount (sshVolumeItems, MJC L144-155): the public key twice."""
+    """The Secret's items as files in the mount (sshVolumeItems, MJC L142-155): the public key twice."""
     return {"id_rsa": private_pem, "id_rsa.pub": authorized_key, "authorized_keys": authorized_key}
 
 

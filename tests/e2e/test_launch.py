@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import os
 import shutil
+import sys
 import subprocess
 from pathlib import Path
 
@@ -31,6 +32,8 @@ pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root: network namespaces and bind mounts")]
 
 REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # e2e/launch is imported from the repository root
+    sys.path.insert(0, str(REPO))
 STANDIN = REPO / "e2e" / "launch" / "nccl_standin.c"
 CTX = JobContext("wf-launch", "0b5e1a3c-0000-4000-8000-0000000000aa", "nvcre", "onprem", "h100")
 TOOLS = ("ip", "unshare", "mount", "mpicc", "mpirun", "ssh", "ssh-keygen", "ss", "/usr/sbin/sshd")
@@ -90,6 +93,19 @@ def _aligned(manifest: dict) -> dict:
     return out
 
 
+def _rsh_args_fix(manifest: dict) -> dict:
+    """The other way to agree on the port, on the launcher's side: `--mca plm_rsh_args` on the mpirun command line
+    (it overrides the OMPI_MCA_plm_rsh_args env mpi-operator sets) dialling the workers' readinessProbe port, and
+    not asking about host keys (what mpi-operator's and CoreWeave's images put in ssh_config, and what NVCRE passes:
+    shared/reference/workload-images.md). A positive control, not the generator's output."""
+    out = copy.deepcopy(manifest)
+    port = _worker(out)["readinessProbe"]["tcpSocket"]["port"]
+    cmd = _launcher(out)["command"]
+    cmd[1:1] = ["--mca", "plm_rsh_args",
+                f"-p {port} -o ConnectionAttempts=10 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"]
+    return out
+
+
 def _problems(result, manifest: dict) -> list[str]:
     from e2e.launch.checks import nccl_log_problems, rank_problems
 
@@ -106,10 +122,11 @@ def test_generated_mpijob_launches(workers: int) -> None:
     assert not problems, "\n".join(problems)
 
 
-def test_positive_control_with_the_port_aligned() -> None:
-    """Only the sshd port changed from the generated job: everything else must already hold."""
+@pytest.mark.parametrize("fix", [_aligned, _rsh_args_fix], ids=["sshd-on-22", "plm-rsh-args"])
+def test_positive_control_with_the_port_agreed(fix) -> None:
+    """Only the port agreed on (either side) from the generated job: everything else must already hold."""
     manifest, plan = _generated(2)
-    result = _launch(_aligned(manifest), plan.argv[0])
+    result = _launch(fix(manifest), plan.argv[0])
     problems = _problems(result, manifest)
     assert not problems, "\n".join(problems)
     assert result.rc == 0 and len(result.ranks) == 2 * manifest["spec"]["slotsPerWorker"]
@@ -146,3 +163,109 @@ def test_mutation_wrong_port_is_caught() -> None:
     problems = _problems(result, mutated)
     assert any(p.startswith("launcher exit code") for p in problems), problems
     assert "port 22: Connection refused" in result.log
+
+
+GLOO_STANDIN = REPO / "e2e" / "launch" / "gloo_standin.py"
+TORCHRUN_PATH = "/usr/local/bin/torchrun"  # where the worker's ssh session PATH finds it (image layout: unverified)
+
+
+def _torch_dir() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    assert spec is not None and spec.origin, (
+        "torch is not installed: `pip install -e '.[launch]'` (make e2e-launch does; CPU use of the PyPI wheel)")
+    return str(Path(spec.origin).parent.parent)
+
+
+def _torch_workload(scratch: Path, report: Path, script_path: str) -> dict[str, Path]:
+    """The training script stand-in (REPORT_DIR prepended) and a torchrun on the path the worker's PATH finds,
+    running this machine's torch (PyPI) with this interpreter."""
+    script = scratch / "train-standin.py"
+    script.write_text(f"REPORT_DIR = {str(report)!r}\n" + GLOO_STANDIN.read_text())
+    torch_dir = _torch_dir()
+    runner = scratch / "torchrun"
+    runner.write_text(
+        f"#!{sys.executable}\nimport os, sys\nsys.path.insert(0, {torch_dir!r})\n"
+        f"os.environ['PYTHONPATH'] = os.pathsep.join(filter(None, [{torch_dir!r}, os.environ.get('PYTHONPATH')]))\n"
+        "from torch.distributed.run import main\nsys.exit(main())\n")
+    runner.chmod(0o755)
+    return {script_path: script, TORCHRUN_PATH: runner}
+
+
+def _launch_torch(manifest: dict, script_path: str):
+    from e2e.launch.fabric import Fabric
+    from e2e.launch.mpijob import run_mpijob
+
+    with Fabric() as fabric:
+        report = fabric.scratch / "ranks"
+        report.mkdir()
+        return run_mpijob(fabric, manifest, _torch_workload(fabric.scratch, report, script_path), report,
+                          launcher_timeout_s=300)
+
+
+def _nproc(argv: list[str]) -> int:
+    return int(argv[argv.index("--nproc-per-node") + 1])
+
+
+def _torch_problems(result, manifest: dict, plan) -> list[str]:
+    from e2e.launch.checks import rank_problems
+    from nvcre_hera.parsers.training import parse_training
+
+    nproc = _nproc(result.launcher_argv)
+    problems = rank_problems(result, manifest, ranks_per_process=nproc)
+    world = {r["size"] for r in result.ranks}
+    if result.ranks and world != {len(plan.nodes) * nproc}:
+        problems.append(f"world sizes {sorted(world)}, want nnodes × nproc-per-node = {len(plan.nodes) * nproc}")
+    if sorted(r["rank"] for r in result.ranks) != list(range(len(result.ranks))):
+        problems.append("torch ranks are not 0..N-1 exactly once")
+    parsed = parse_training(result.log)
+    if not parsed.get("iterations"):
+        problems.append(f"the launcher log has no training step lines the parser reads: {parsed}")
+    return problems
+
+
+def _torch_job(workers: int = 2):
+    return _generated(workers, "nemotron5-8b", "training")
+
+
+def test_generated_torch_mpijob_launches() -> None:
+    """The generated training MPIJob (one torchrun per worker under mpirun, c10d rendezvous at $(MASTER_ADDR)) on 2
+    worker namespaces. STAND-IN: a gloo all_reduce script at the path of Megatron's pretrain_gpt.py; real torchrun
+    and torch (CPU use of the PyPI wheel)."""
+    manifest, plan = _torch_job()
+    script = next(a for a in plan.argv if a.endswith(".py"))
+    result = _launch_torch(manifest, script)
+    problems = _torch_problems(result, manifest, plan)
+    assert not problems, "\n".join(problems)
+
+
+def test_torch_positive_control_with_rsh_args() -> None:
+    """The training job with the launcher's ssh told the port and not to ask about host keys (the PyTorch image has
+    no verified ssh configuration, so the stock one applies): everything else must already hold."""
+    manifest, plan = _torch_job()
+    script = next(a for a in plan.argv if a.endswith(".py"))
+    result = _launch_torch(_rsh_args_fix(manifest), script)
+    problems = _torch_problems(result, manifest, plan)
+    assert not problems, "\n".join(problems)
+
+
+def test_fabric_cleans_up_after_a_failure() -> None:
+    """An exception inside the Fabric: its namespaces, processes (also ones left in a namespace by a child),
+    mount points and scratch directory are all gone afterwards."""
+    from e2e.launch.fabric import Fabric
+
+    point = f"/run/nvcre-launch-cleanup-{os.getpid()}/deeper/file"
+    with pytest.raises(RuntimeError, match="boom"):
+        with Fabric() as fabric:
+            node = fabric.add_node("cleanup-probe")
+            src = fabric.scratch / "file"
+            src.write_text("x")
+            proc = fabric.start(node, ["sleep", "300"], {"PATH": os.environ["PATH"]}, [(str(src), point)],
+                                fabric.scratch / "log")
+            namespaces, scratch, pid = [fabric.switch, node.netns], fabric.scratch, proc.pid
+            raise RuntimeError("boom")
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert not any(ns in listed for ns in namespaces), listed
+    assert not Path(point).parents[1].exists() and not scratch.exists()
+    assert not Path(f"/proc/{pid}").exists()
