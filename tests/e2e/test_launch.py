@@ -79,28 +79,51 @@ def _launcher(manifest: dict) -> dict:
     return manifest["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
 
 
-def _aligned(manifest: dict) -> dict:
-    """The generated MPIJob with the workers' sshd moved to the port the image's ssh client dials (22: neither the
-    image nor mpi-operator sets another, e2e/launch/images.py): the harness's positive control, so that the
-    mutations below fail for their own reason, not for the port."""
+def _rsh_args(cmd: list[str]) -> tuple[int, str] | None:
+    """Where the launcher command sets `--mca plm_rsh_args VALUE` (it overrides the operator's env var)."""
+    for i in range(1, len(cmd) - 2):
+        if cmd[i] in ("--mca", "-mca") and cmd[i + 1] == "plm_rsh_args":
+            return i, cmd[i + 2]
+    return None
+
+
+def _dialled_port(manifest: dict) -> int:
+    """The port the launcher's ssh dials: `-p N` in the command's plm_rsh_args, else ssh's 22 (neither the
+    operator's env nor the images' ssh_config sets one: e2e/launch/images.py)."""
+    found = _rsh_args(_launcher(manifest)["command"])
+    words = found[1].split() if found else []
+    return int(words[words.index("-p") + 1]) if "-p" in words[:-1] else 22
+
+
+def _sshd_on(manifest: dict, port: int) -> dict:
     out = copy.deepcopy(manifest)
     w = _worker(out)
     cmd = list(w["command"])
-    if "-p" in cmd:
+    if "-p" in cmd[:-1]:
         del cmd[cmd.index("-p"):cmd.index("-p") + 2]
-    w["command"] = cmd
-    w["readinessProbe"]["tcpSocket"]["port"] = 22
+    w["command"] = [*cmd, "-p", str(port)]
+    w.setdefault("readinessProbe", {}).setdefault("tcpSocket", {})["port"] = port
     return out
+
+
+def _aligned(manifest: dict) -> dict:
+    """The generated MPIJob with the workers' sshd moved to the port the launcher's ssh dials: the harness's
+    positive control, so that the mutations below fail for their own reason, not for the port."""
+    return _sshd_on(manifest, _dialled_port(manifest))
 
 
 def _rsh_args_fix(manifest: dict) -> dict:
     """The other way to agree on the port, on the launcher's side: `--mca plm_rsh_args` on the mpirun command line
-    (it overrides the OMPI_MCA_plm_rsh_args env mpi-operator sets) dialling the workers' readinessProbe port, and
-    not asking about host keys (what mpi-operator's and CoreWeave's images put in ssh_config, and what NVCRE passes:
-    shared/reference/workload-images.md). A positive control, not the generator's output."""
+    (it overrides the OMPI_MCA_plm_rsh_args env mpi-operator sets) dialling the port the workers' sshd listens on,
+    and not asking about host keys (what mpi-operator's and CoreWeave's images put in ssh_config, and what NVCRE
+    passes: shared/reference/workload-images.md). A positive control, not the generator's output."""
     out = copy.deepcopy(manifest)
-    port = _worker(out)["readinessProbe"]["tcpSocket"]["port"]
+    worker = _worker(out)["command"]
+    port = worker[worker.index("-p") + 1] if "-p" in worker[:-1] else "22"
     cmd = _launcher(out)["command"]
+    found = _rsh_args(cmd)
+    if found:
+        del cmd[found[0]:found[0] + 3]
     cmd[1:1] = ["--mca", "plm_rsh_args",
                 f"-p {port} -o ConnectionAttempts=10 -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"]
     return out
@@ -122,7 +145,7 @@ def test_generated_mpijob_launches(workers: int) -> None:
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("fix", [_aligned, _rsh_args_fix], ids=["sshd-on-22", "plm-rsh-args"])
+@pytest.mark.parametrize("fix", [_aligned, _rsh_args_fix], ids=["sshd-on-dialled-port", "plm-rsh-args"])
 def test_positive_control_with_the_port_agreed(fix) -> None:
     """Only the port agreed on (either side) from the generated job: everything else must already hold."""
     manifest, plan = _generated(2)
@@ -156,13 +179,12 @@ def test_mutation_wrong_slot_count_is_caught() -> None:
 def test_mutation_wrong_port_is_caught() -> None:
     """The positive control with sshd on a port nobody dials: connection refused, exit code non-zero."""
     manifest, plan = _generated(2)
-    mutated = _aligned(manifest)
-    _worker(mutated)["command"] += ["-p", "2200"]
-    _worker(mutated)["readinessProbe"]["tcpSocket"]["port"] = 2200
+    dialled = _dialled_port(manifest)
+    mutated = _sshd_on(manifest, 2200 if dialled != 2200 else 2201)
     result = _launch(mutated, plan.argv[0])
     problems = _problems(result, mutated)
     assert any(p.startswith("launcher exit code") for p in problems), problems
-    assert "port 22: Connection refused" in result.log
+    assert f"port {dialled}: Connection refused" in result.log
 
 
 GLOO_STANDIN = REPO / "e2e" / "launch" / "gloo_standin.py"
