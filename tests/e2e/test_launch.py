@@ -18,8 +18,8 @@ from __future__ import annotations
 import copy
 import os
 import shutil
-import sys
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
