@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 CLUSTER ?= examples/clusters/healthy-h100-16.yaml
 CERT    ?= examples/certification.yaml
 
-.PHONY: run test bench validate compile flows clean e2e e2e-up e2e-down e2e-controlplane-test
+.PHONY: run test bench validate compile flows clean e2e e2e-up e2e-down e2e-controlplane-test e2e-launch launch-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -49,7 +49,7 @@ e2e-down: $(STAMP)
 
 # make e2e: every example certification x example cluster (and the failure paths) on the real Argo controller and
 # on the local executor, compared; summary in out/e2e/summary.json. Always takes the control plane down again.
-e2e: e2e-up
+e2e: e2e-up launch-deps
 	set +e; mkdir -p out/e2e; rm -f out/e2e/summary.txt; \
 	NVCRE_E2E_STATE=$(E2E_STATE) $(BIN)/python -m pytest -m e2e tests/e2e; t=$$?; \
 	$(BIN)/python e2e/differential.py --state-dir $(E2E_STATE); d=$$?; \
@@ -61,6 +61,23 @@ e2e: e2e-up
 
 e2e-controlplane-test: e2e-up
 	NVCRE_E2E_STATE=$(E2E_STATE) $(BIN)/python -m pytest -m e2e tests/e2e/test_controlplane.py
+
+# The MPIJob / torchrun launch run for real in network namespaces (tests/e2e/test_launch.py, README "Launch test"):
+# needs root, Debian's Open MPI, OpenSSH and iproute2, and torch (the `launch` extra: the PyPI wheel, used on CPU).
+LAUNCH_DEBS  := openmpi-bin libopenmpi-dev openssh-server openssh-client iproute2
+LAUNCH_STAMP := $(VENV)/.launch-$(shell cksum pyproject.toml | cut -d' ' -f1)
+$(LAUNCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[test,launch]'
+	rm -f $(VENV)/.launch-*
+	touch $(LAUNCH_STAMP)
+
+launch-deps: $(LAUNCH_STAMP)
+	@if ! command -v mpicc >/dev/null || ! test -x /usr/sbin/sshd || ! command -v ip >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(LAUNCH_DEBS); \
+	  else echo "launch test: needs root and Debian packages $(LAUNCH_DEBS)"; fi; fi
+
+e2e-launch: launch-deps
+	$(BIN)/python -m pytest -m e2e tests/e2e/test_launch.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis
