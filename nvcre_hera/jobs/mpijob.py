@@ -9,7 +9,8 @@ on a shell line). torch categories use mpirun only to start one torchrun per nod
 
 from __future__ import annotations
 
-from nvcre_hera.jobs.base import JobPlan, env_list, metadata, node_affinity, pod_placement
+from nvcre_hera.jobs.base import (JobPlan, env_list, launcher_affinity, metadata, pod_placement, worker_affinity,
+                                  worker_labels)
 
 SSH_PORT = 2222
 CATALOG_CODE_DIR = "/opt/megatron-lm"   # where the catalog's training image carries Megatron-LM
@@ -87,6 +88,7 @@ class MPIJobBackend:
                             "metadata": {"labels": pod_labels},
                             "spec": {
                                 **placement,
+                                "affinity": launcher_affinity(),
                                 "containers": [{
                                     "name": "launcher", "image": plan.image, "command": launcher_cmd,
                                     "env": env_list(env),
@@ -99,10 +101,10 @@ class MPIJobBackend:
                         "replicas": n,
                         "restartPolicy": "Never",
                         "template": {
-                            "metadata": {"labels": pod_labels},
+                            "metadata": {"labels": worker_labels(plan)},
                             "spec": {
                                 **placement,
-                                "affinity": node_affinity(plan.nodes),
+                                "affinity": worker_affinity(plan),
                                 **({"initContainers": [checkout]} if checkout else {}),
                                 "containers": [{
                                     "name": "worker", "image": plan.image,

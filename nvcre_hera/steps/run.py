@@ -8,11 +8,12 @@ that node only; a non-zero exit, a stall or a timeout → WorkloadFailed for the
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 from nvcre_hera.catalog import CatalogEntry, plan_entry, platform_settings
 from nvcre_hera.cluster.base import Cluster, JobOutcome
-from nvcre_hera.jobs import JobContext, backend_for, job_objects, plan_job
+from nvcre_hera.jobs import JobContext, JobPlan, backend_for, job_objects, plan_job
 from nvcre_hera.diagnose.nodesets import to_nodes
 from nvcre_hera.nodeindex import resolve
 from nvcre_hera.parsers import reasons as reason_rules
@@ -112,6 +113,18 @@ def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: 
     return text, parsed
 
 
+def test_objects(plan: dict[str, Any], category_index: int, group: dict, repeat: int,
+                 ctx: JobContext) -> tuple[JobPlan, list[dict]]:
+    """One test's resolved job and every object it creates, in creation order (what `run_test` creates and
+    `nvcre jobs` prints: one code path, so the preview is what a run would submit)."""
+    cat = next(c for c in plan["categories"] if c["index"] == category_index)
+    entry = plan_entry(cat)
+    if cat["options"]["testScale"] == "diagnose" and ctx.placement != "Pinned":
+        ctx = replace(ctx, placement="Pinned")  # diagnose localizes by testing named subsets: always pinned
+    job = plan_job(entry, category_index, cat["options"], group, repeat, ctx)
+    return job, job_objects(backend_for(entry, plan.get("backend")), job)
+
+
 def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobContext, cluster: Cluster,
              out: Outputs, log: Callable[[str], None], setup: dict | None = None) -> int:
     cat = next(c for c in plan["categories"] if c["index"] == category_index)
@@ -125,15 +138,17 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
     backend = backend_for(entry, plan.get("backend"))
     results = []
     repeats = int(options.get("repeatCount") or 1)
+    unpinned = ctx.placement == "Unpinned" and not diagnose
     for repeat in range(repeats):
-        job = plan_job(entry, category_index, options, group, repeat, ctx)
+        job, objects = test_objects(plan, category_index, group, repeat, ctx)
         started = cluster.now()
-        objects = job_objects(backend, job)
         dependencies = [cluster.create_job(obj) for obj in objects[:-1]]  # e.g. a TrainJob's TrainingRuntime
         name = cluster.create_job(objects[-1])
         log(f"run: {entry.key} group {group['id']} ({len(job.nodes)} node(s)) repeat {repeat}: created "
             f"{backend.kind} {name}")
-        outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
+        # Unpinned: the scheduler picks the nodes, so the group's names are candidates, not where the pods run
+        watched = [] if unpinned else job.nodes
+        outcome = cluster.wait_for_job(name, watched, job.timeout_s, _stall_check(entry, options))
         text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]),
                                          outcome.phase == "Succeeded")
         if entry.parser == "training":  # goodput needs the job's wall time, which only the watcher knows
@@ -143,13 +158,17 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         if not diagnose or repeat == repeats - 1:  # diagnose: one log excerpt per test keeps the Workflow small
             _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
         reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
+        if unpinned:  # no node can be blamed for a run it was not known to host: the group is (README)
+            reasons = [{**r, "node": None} for r in reasons]
         deleted = cluster.delete_job(name)
         for dep in reversed(dependencies):
             deleted = cluster.delete_job(dep) and deleted
         metrics = reason_rules.metrics_from(entry.parser, parsed)
         status = "failed" if reasons else "ok"
         results.append({
-            "category": entry.key, "group": group["id"], "nodes": job.nodes, "status": status,
+            "category": entry.key, "group": group["id"], "nodes": [] if unpinned else job.nodes, "status": status,
+            **({"placement": "Unpinned", "nodeCount": len(job.nodes)} if unpinned else {}),
+            "nicResource": job.nic_resource if job.nic_source != "none" else None, "nicSource": job.nic_source,
             "metrics": metrics, "samples": _samples(parsed) if entry.parser == "nccl" else [],
             "reasons": reasons, "runtimeSec": round(cluster.now() - started, 1), "jobName": name,
             "jobDeleted": deleted,
@@ -214,4 +233,4 @@ def _samples(parsed: dict) -> list[dict]:
     return rows[-8:]
 
 
-__all__ = ["diagnose_result", "run_test"]
+__all__ = ["diagnose_result", "run_test", "test_objects"]
