@@ -77,3 +77,49 @@ def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], mo
     out, err = capsys.readouterr()
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and where in err and "Traceback" not in err
+
+
+class _Recording:
+    """The simulated cluster, keeping a copy of every object the run step creates."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.created = inner, []
+
+    def create_job(self, manifest: dict) -> str:
+        self.created.append(manifest)
+        return self.inner.create_job(manifest)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def test_prints_what_the_run_step_creates(capsys: pytest.CaptureFixture[str]) -> None:
+    """The run step, given the preview's workflow name and uid and what discovery found, creates exactly the
+    objects `nvcre jobs` printed (so the preview is no second copy of the manifest code)."""
+    import json
+
+    from nvcre_hera.compile.plan import CompileOptions, workflow_plan
+    from nvcre_hera.job_preview import PREVIEW_UID
+    from nvcre_hera.sim.cluster import load_sim_cluster
+    from nvcre_hera.spec_load import load_certification, resolve_categories
+    from nvcre_hera.steps.io import Outputs
+    from nvcre_hera.steps.main import main as step_main
+
+    cert_path = EXAMPLES / "certifications" / "reserved-pool.yaml"
+    cluster_path = EXAMPLES / "clusters" / "tainted.yaml"
+    code, printed, _ = _jobs(capsys, str(cert_path), "--cluster", str(cluster_path))
+    assert code == 0 and printed
+
+    cert = load_certification(cert_path)
+    plan = workflow_plan(cert, resolve_categories(cert), CompileOptions(step_image="img"))
+    cluster = _Recording(load_sim_cluster(cluster_path))
+    out = Outputs("/tmp/nvcre", in_memory=True)
+    assert step_main(["discover", "--plan", json.dumps(plan)], cluster=cluster, outputs=out, log=lambda _: None) == 0
+    found = {k.rsplit("/", 1)[1]: v for k, v in out.files.items()}
+    for group in json.loads(found["groups-0"]):
+        assert step_main(["run", "--plan", json.dumps(plan), "--category", "0", "--group", json.dumps(group),
+                          "--platform", found["platform"], "--gpu", found["gpu"], "--nic", found["nic"],
+                          "--workflow-name", f"{plan['name']}-preview", "--workflow-uid", PREVIEW_UID,
+                          "--namespace", "nvcre"], cluster=cluster, outputs=Outputs("/tmp/nvcre", in_memory=True),
+                         log=lambda _: None) == 0
+    assert cluster.created == printed

@@ -99,3 +99,40 @@ def test_unpinned_blames_the_group_not_a_node(tmp_path: Path) -> None:
     (group,) = cat["failedGroups"]
     assert (group["nodeCount"], group["nodes"], group["unpinned"]) == (16, [], True)
     assert "chosen by the scheduler" in (tmp_path / "report.txt").read_text()
+
+
+def test_bad_nics_and_taints_are_one_line_errors(tmp_path: Path, capsys) -> None:
+    base = yaml.safe_load((CLUSTERS / "tainted.yaml").read_text())
+    cases = [
+        ({"taints": [{"key": "a", "effect": "NoSchedule", "nodes": ["gpu-node-99"]}]}, "spec.taints[0].nodes"),
+        ({"taints": [{"key": "a", "effect": "Sometimes"}]}, "spec.taints[0].effect"),
+        ({"nics": {"resource": "not a resource"}}, "spec.nics.resource"),
+    ]
+    for i, (patch, where) in enumerate(cases):
+        path = tmp_path / f"c{i}.yaml"
+        path.write_text(yaml.safe_dump({**base, "spec": {**base["spec"], **patch}}))
+        code = main(["certify", str(CERTS / "full-scale.yaml"), "--cluster", str(path), "--out", str(tmp_path)])
+        err = capsys.readouterr().err
+        assert code == 2 and where in err and len(err.strip().splitlines()) == 1, (where, err)
+
+
+def test_unpinned_leaves_per_node_and_intra_node_tests_pinned(tmp_path: Path) -> None:
+    """Unpinned is about one job of N nodes. On slow-nic.yaml (gpu-node-07's NICs at 60 %): the intra-node loopback
+    still names gpu-node-07; the full-scale all-reduce of the same run fails on its group and names no node."""
+    doc = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": {"name": "mixed"},
+           "spec": {"target": {"nodeSelector": {"nvidia.com/gpu.present": "true"}},
+                    "orchestration": {"placement": "Unpinned"},
+                    "categories": [
+                        {"domain": "communication", "variant": "nccl-loopback",
+                         "options": {"testScale": "intra-node", "thresholds": {"busBandwidthGBps": "value >= 300"}}},
+                        {"domain": "communication", "variant": "nccl-all-reduce",
+                         "options": {"thresholds": {"busBandwidthGBps": "value >= 300"}}}]}}
+    cert = tmp_path / "cert.yaml"
+    cert.write_text(yaml.safe_dump(doc))
+    code = main(["certify", str(cert), "--cluster", str(CLUSTERS / "slow-nic.yaml"), "--out", str(tmp_path / "o"),
+                 "--quiet"])
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    loopback, full = report["categories"]
+    assert code == 1 and [n["name"] for n in report["failedNodes"]] == ["gpu-node-07"]
+    assert [g["nodes"] for g in loopback["failedGroups"]] == [["gpu-node-07"]]
+    assert [(g["nodes"], g.get("unpinned")) for g in full["failedGroups"]] == [([], True)]

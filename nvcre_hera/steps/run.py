@@ -113,14 +113,23 @@ def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: 
     return text, parsed
 
 
+def unpinned_test(cat: dict, ctx: JobContext) -> bool:
+    """Whether this category's jobs leave node choice to the scheduler. `placement: Unpinned` is about one job of
+    N nodes (NVCRE ADR-089); a per-node or intra-node test names its node by design (N one-node jobs placed
+    anywhere could land twice on one node and miss another), and diagnose localizes by testing named subsets."""
+    entry = plan_entry(cat)
+    return (ctx.placement == "Unpinned" and entry.scope == "per-group"
+            and cat["options"]["testScale"] not in ("intra-node", "diagnose"))
+
+
 def test_objects(plan: dict[str, Any], category_index: int, group: dict, repeat: int,
                  ctx: JobContext) -> tuple[JobPlan, list[dict]]:
     """One test's resolved job and every object it creates, in creation order (what `run_test` creates and
     `nvcre jobs` prints: one code path, so the preview is what a run would submit)."""
     cat = next(c for c in plan["categories"] if c["index"] == category_index)
     entry = plan_entry(cat)
-    if cat["options"]["testScale"] == "diagnose" and ctx.placement != "Pinned":
-        ctx = replace(ctx, placement="Pinned")  # diagnose localizes by testing named subsets: always pinned
+    if not unpinned_test(cat, ctx):
+        ctx = replace(ctx, placement="Pinned")
     job = plan_job(entry, category_index, cat["options"], group, repeat, ctx)
     return job, job_objects(backend_for(entry, plan.get("backend")), job)
 
@@ -138,7 +147,7 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
     backend = backend_for(entry, plan.get("backend"))
     results = []
     repeats = int(options.get("repeatCount") or 1)
-    unpinned = ctx.placement == "Unpinned" and not diagnose
+    unpinned = unpinned_test(cat, ctx)
     for repeat in range(repeats):
         job, objects = test_objects(plan, category_index, group, repeat, ctx)
         started = cluster.now()
@@ -233,4 +242,4 @@ def _samples(parsed: dict) -> list[dict]:
     return rows[-8:]
 
 
-__all__ = ["diagnose_result", "run_test", "test_objects"]
+__all__ = ["diagnose_result", "run_test", "test_objects", "unpinned_test"]
