@@ -138,7 +138,21 @@ def test_pinned_workers_name_their_nodes(key: str, backend: str) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("key", KEYS)
+def test_unpinned_unpins_multi_node_jobs_only(backend: str) -> None:
+    """Per-group jobs take the target as affinity; a one-node job placed by the scheduler could land anywhere (twice
+    on one node), so per-node tests keep naming their node."""
+    for key in KEYS:
+        for t in _templates(_objects(key, backend, placement="Unpinned")):
+            if not _is_gpu_pod(t):
+                continue
+            terms = t["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+                "nodeSelectorTerms"]
+            pinned = [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-b"]}]}]
+            assert (terms == pinned) == (CATS[key].entry.scope == "per-node"), key
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("key", [k for k in KEYS if load_catalog()[k].scope == "per-group"])
 def test_unpinned_workers_carry_the_target_not_node_names(key: str, backend: str) -> None:
     objects = _objects(key, backend, placement="Unpinned")
     workers = [t for t in _templates(objects) if _is_gpu_pod(t)]

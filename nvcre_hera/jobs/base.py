@@ -89,6 +89,7 @@ class JobPlan:
     context: JobContext | None = None
     mpirun: str = "mpirun"
     nic_source: str = "none"  # nicResourceName | detected | platform | none: where nic_resource came from
+    unpinned: bool = False  # the scheduler picks the workers' nodes among the target's (see unpinned_job)
 
 
 class JobBackend(Protocol):
@@ -117,6 +118,14 @@ def job_name(ctx: JobContext, category_index: int, group_id: str, repeat: int) -
 
 def _fill(text: str, values: dict[str, Any]) -> str:
     return text.format(**values) if "{" in text else text
+
+
+def unpinned_job(entry: CatalogEntry, options: dict[str, Any], ctx: JobContext) -> bool:
+    """Whether this test's job leaves node choice to the scheduler. `placement: Unpinned` is about one job of N
+    nodes (NVCRE ADR-089); a per-node or intra-node test names its node by design (N one-node jobs placed anywhere
+    could land twice on one node and miss another), and diagnose localizes by testing named subsets."""
+    return (ctx.placement == "Unpinned" and entry.scope == "per-group"
+            and options.get("testScale") not in ("intra-node", "diagnose"))
 
 
 def plan_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], group: dict, repeat: int,
@@ -188,7 +197,7 @@ def plan_job(entry: CatalogEntry, category_index: int, options: dict[str, Any], 
         owner_references=[owner], image_pull_secrets=list(options.get("imagePullSecrets") or []),
         source_repo=options.get("sourceRepo") if entry.framework == "torch" else None,
         resources=options.get("resources"), rdma_device_access=options.get("rdmaDeviceAccess") or "devicePlugin",
-        context=ctx, mpirun=entry.mpirun,
+        context=ctx, mpirun=entry.mpirun, unpinned=unpinned_job(entry, options, ctx),
     )
 
 
@@ -279,8 +288,7 @@ def worker_affinity(plan: JobPlan) -> dict:
     of one job on the same node (required anti-affinity on WORKER_LABEL, per hostname), so `gpusPerNode` below a
     node's count cannot pack two ranks' pods on one node and skip the network."""
     ctx = plan.context
-    unpinned = bool(ctx and ctx.placement == "Unpinned")
-    affinity = target_affinity(ctx.target if ctx else None) if unpinned else node_affinity(plan.nodes)
+    affinity = target_affinity(ctx.target if ctx else None) if plan.unpinned else node_affinity(plan.nodes)
     if len(plan.nodes) > 1:
         affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [{
             "labelSelector": {"matchLabels": {WORKER_LABEL: plan.name}}, "topologyKey": HOSTNAME_TOPOLOGY}]}
@@ -315,6 +323,7 @@ __all__ = [
     "target_affinity",
     "tolerated",
     "tolerations",
+    "unpinned_job",
     "worker_affinity",
     "worker_labels",
 ]

@@ -8,7 +8,6 @@ that node only; a non-zero exit, a stall or a timeout → WorkloadFailed for the
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any, Callable
 
 from nvcre_hera.catalog import CatalogEntry, plan_entry, platform_settings
@@ -113,23 +112,12 @@ def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: 
     return text, parsed
 
 
-def unpinned_test(cat: dict, ctx: JobContext) -> bool:
-    """Whether this category's jobs leave node choice to the scheduler. `placement: Unpinned` is about one job of
-    N nodes (NVCRE ADR-089); a per-node or intra-node test names its node by design (N one-node jobs placed
-    anywhere could land twice on one node and miss another), and diagnose localizes by testing named subsets."""
-    entry = plan_entry(cat)
-    return (ctx.placement == "Unpinned" and entry.scope == "per-group"
-            and cat["options"]["testScale"] not in ("intra-node", "diagnose"))
-
-
 def test_objects(plan: dict[str, Any], category_index: int, group: dict, repeat: int,
                  ctx: JobContext) -> tuple[JobPlan, list[dict]]:
     """One test's resolved job and every object it creates, in creation order (what `run_test` creates and
     `nvcre jobs` prints: one code path, so the preview is what a run would submit)."""
     cat = next(c for c in plan["categories"] if c["index"] == category_index)
     entry = plan_entry(cat)
-    if not unpinned_test(cat, ctx):
-        ctx = replace(ctx, placement="Pinned")
     job = plan_job(entry, category_index, cat["options"], group, repeat, ctx)
     return job, job_objects(backend_for(entry, plan.get("backend")), job)
 
@@ -147,9 +135,9 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
     backend = backend_for(entry, plan.get("backend"))
     results = []
     repeats = int(options.get("repeatCount") or 1)
-    unpinned = unpinned_test(cat, ctx)
     for repeat in range(repeats):
         job, objects = test_objects(plan, category_index, group, repeat, ctx)
+        unpinned = job.unpinned
         started = cluster.now()
         dependencies = [cluster.create_job(obj) for obj in objects[:-1]]  # e.g. a TrainJob's TrainingRuntime
         name = cluster.create_job(objects[-1])
@@ -242,4 +230,4 @@ def _samples(parsed: dict) -> list[dict]:
     return rows[-8:]
 
 
-__all__ = ["diagnose_result", "run_test", "test_objects", "unpinned_test"]
+__all__ = ["diagnose_result", "run_test", "test_objects"]
