@@ -137,3 +137,41 @@ def test_transport_check_off_reports_no_fabric_gap(tmp_path: Path) -> None:
     code, report = _certify(tmp_path / "out", "onprem-no-rdma.yaml", cert)
     assert "incomplete" not in report["categories"][0]
     assert report["categories"][0]["failureReason"] == "ThresholdViolation" and code == 1
+
+
+class _WithoutNic:
+    """onprem-rdma.yaml with the NIC resource taken off some nodes (as where the device plugin's pod is not up)."""
+
+    def __init__(self, names: set[str]) -> None:
+        from nvcre_hera.sim.cluster import load_sim_cluster
+
+        self.inner, self.names = load_sim_cluster(CLUSTERS / "onprem-rdma.yaml"), names
+
+    def list_nodes(self) -> list[dict]:
+        nodes = self.inner.list_nodes()
+        for n in nodes:
+            if n["metadata"]["name"] in self.names:
+                n["status"]["allocatable"].pop(SHARED)
+        return nodes
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+def test_nodes_without_the_resource_are_excluded_not_left_pending() -> None:
+    from nvcre_hera.compile.plan import CompileOptions, workflow_plan
+    from nvcre_hera.spec_load import load_certification
+    from nvcre_hera.steps.discover import discover
+    from nvcre_hera.steps.io import Outputs
+
+    cert = load_certification(FULL_SCALE)
+    plan = workflow_plan(cert, resolve_categories(cert), CompileOptions(step_image="img"))
+    out = Outputs("/tmp/nvcre", in_memory=True)
+    assert discover(plan, _WithoutNic({"gpu-node-03"}), out, lambda _: None) == 0
+    summary = json.loads(out.files["/tmp/nvcre/summary"])
+    assert [(e["name"], e["reason"]) for e in summary["excludedNodes"]] == [("gpu-node-03", "NoNICResource")]
+    assert summary["selectedNodes"] == 7
+    assert summary["categories"][0]["nic"] == {"resource": SHARED, "source": "detected"}
+    groups = json.loads(out.files["/tmp/nvcre/groups-0"])
+    assert "gpu-node-03" not in {n for g in groups for n in g["nodes"]}
+    assert json.loads(out.files["/tmp/nvcre/nic"]) == {"resource": SHARED, "allocatable": 63}

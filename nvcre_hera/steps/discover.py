@@ -66,7 +66,8 @@ def _taint_filter(nodes: list[dict], target: dict) -> tuple[list[dict], list[Exc
             shown = ", ".join(f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}"
                               for t in bad)
             excluded.append(Exclusion(node_name(node), "UntoleratedTaint",
-                                      f"taint {shown} is not among the target's taintSelectors"))
+                                      f"taint {shown} is not among the target's taintSelectors (select it "
+                                      f"there to test this node)"))
         else:
             keep.append(node)
     return keep, excluded
@@ -94,9 +95,11 @@ def _nic_filter(nodes: list[dict], cats: list[dict], detection: NicDetection) ->
     if not (uses and detection.resource and detection.missing):
         return nodes, []
     missing = set(detection.missing)
+    offering = len(nodes) - len(missing)
     return ([n for n in nodes if node_name(n) not in missing],
-            [Exclusion(name, "NoNICResource", f"offers no {detection.resource} in status.allocatable (the other "
-                                              f"nodes do, and the tests request it)") for name in sorted(missing)])
+            [Exclusion(name, "NoNICResource", f"offers no {detection.resource} in status.allocatable ({offering} of "
+                                              f"{len(nodes)} nodes do, and the tests request it)")
+             for name in sorted(missing)])
 
 
 def nic_summary(cat: dict, detection: NicDetection, platform: str) -> tuple[dict, str | None]:
