@@ -2,7 +2,7 @@
 `kubectl apply --dry-run=server -f -` them against the real cluster's CRDs and admission before a real run.
 
 The same code as a run: the discover step on a (simulated) cluster for platform, GPU, NIC resource and groups, then
-`steps.run.test_objects` for each group, the function the run step creates its objects with. The workflow name and
+`steps.run.objects_for_test` for each group, the function the run step creates its objects with. The workflow name and
 uid are placeholders (`<certification>-preview`, a zero uid): the owner reference names no existing Workflow, which
 a server-side dry run does not check.
 """
@@ -17,7 +17,7 @@ from nvcre_hera.errors import InputError
 from nvcre_hera.jobs.base import context_from_plan
 from nvcre_hera.steps.discover import discover
 from nvcre_hera.steps.io import Outputs
-from nvcre_hera.steps.run import test_objects
+from nvcre_hera.steps.run import objects_for_test
 
 PREVIEW_UID = "00000000-0000-0000-0000-000000000000"
 
@@ -48,7 +48,7 @@ def preview_objects(plan: dict, cluster: Cluster, namespace: str, group: int | N
             continue
         chosen = groups if group is None else groups[group:group + 1]
         for g in chosen:
-            objects += test_objects(plan, cat["index"], g, 0, ctx)[1]
+            objects += objects_for_test(plan, cat["index"], g, 0, ctx)[1]
             shown += 1
     if group is not None and not shown:
         sizes = ", ".join(str(len(json.loads(found.get(f"groups-{c['index']}") or "[]"))) for c in plan["categories"])

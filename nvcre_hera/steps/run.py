@@ -112,7 +112,14 @@ def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: 
     return text, parsed
 
 
-def test_objects(plan: dict[str, Any], category_index: int, group: dict, repeat: int,
+def _nic_record(job: JobPlan) -> dict:
+    """Which NIC resource this run's workers were given, and from where (the report's per-run record)."""
+    if job.rdma_device_access == "hostPath":
+        return {"nicResource": None, "nicSource": "hostPath"}
+    return {"nicResource": job.nic_resource if job.nic_source != "none" else None, "nicSource": job.nic_source}
+
+
+def objects_for_test(plan: dict[str, Any], category_index: int, group: dict, repeat: int,
                  ctx: JobContext) -> tuple[JobPlan, list[dict]]:
     """One test's resolved job and every object it creates, in creation order (what `run_test` creates and
     `nvcre jobs` prints: one code path, so the preview is what a run would submit)."""
@@ -136,7 +143,7 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
     results = []
     repeats = int(options.get("repeatCount") or 1)
     for repeat in range(repeats):
-        job, objects = test_objects(plan, category_index, group, repeat, ctx)
+        job, objects = objects_for_test(plan, category_index, group, repeat, ctx)
         unpinned = job.unpinned
         started = cluster.now()
         dependencies = [cluster.create_job(obj) for obj in objects[:-1]]  # e.g. a TrainJob's TrainingRuntime
@@ -165,7 +172,7 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         results.append({
             "category": entry.key, "group": group["id"], "nodes": [] if unpinned else job.nodes, "status": status,
             **({"placement": "Unpinned", "nodeCount": len(job.nodes)} if unpinned else {}),
-            "nicResource": job.nic_resource if job.nic_source != "none" else None, "nicSource": job.nic_source,
+            **_nic_record(job),
             "metrics": metrics, "samples": _samples(parsed) if entry.parser == "nccl" else [],
             "reasons": reasons, "runtimeSec": round(cluster.now() - started, 1), "jobName": name,
             "jobDeleted": deleted,
@@ -230,4 +237,4 @@ def _samples(parsed: dict) -> list[dict]:
     return rows[-8:]
 
 
-__all__ = ["diagnose_result", "run_test", "test_objects"]
+__all__ = ["diagnose_result", "run_test", "objects_for_test"]
