@@ -89,6 +89,31 @@ def cmd_certify(args: argparse.Namespace) -> int:
                    step_image=args.step_image, engine=args.engine, state_dir=args.state_dir)
 
 
+def cmd_jobs(args: argparse.Namespace) -> int:
+    import yaml
+
+    from nvcre_hera.compile.plan import workflow_plan
+    from nvcre_hera.job_preview import preview_objects
+    from nvcre_hera.local_run import DEFAULT_CLUSTER
+    from nvcre_hera.sim.cluster import load_sim_cluster
+    from nvcre_hera.spec_load import load_certification, resolve_categories
+
+    if args.group is not None and args.group < 0:
+        raise InputError(f"{args.group} is not a group index (0, 1, ...)", "--group")
+    cert = load_certification(args.cert)
+    cluster = load_sim_cluster(args.cluster or DEFAULT_CLUSTER)
+    args.namespace = _namespace_for(args, cert)
+    with in_file(args.cert):
+        opts = _compile_options(args)
+        plan = workflow_plan(cert, resolve_categories(cert), opts)
+    objects = preview_objects(plan, cluster, opts.namespace, args.group,
+                              note=lambda line: print(f"nvcre jobs: {line}", file=sys.stderr))
+    # each object spelled out in full (no &anchors for lists the pods share), as `kubectl get -o yaml` prints it
+    dumper = type("NoAliases", (yaml.SafeDumper,), {"ignore_aliases": lambda self, data: True})
+    sys.stdout.write(yaml.dump_all(objects, Dumper=dumper, sort_keys=False, width=120, explicit_start=True))
+    return 0
+
+
 def cmd_submit(args: argparse.Namespace) -> int:
     from nvcre_hera.submit import submit
 
@@ -181,6 +206,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("cert")
     _add_compile_flags(p)
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("jobs", help="print the job objects a run would create (for kubectl apply --dry-run=server)")
+    p.add_argument("cert")
+    p.add_argument("--cluster", default=None, help="SimulatedCluster file discovery runs on (default: the embedded "
+                   "healthy 16-node H100 cluster)")
+    p.add_argument("--group", type=int, default=None, help="only the group with this index (from 0) of each category")
+    _add_compile_flags(p)
+    p.set_defaults(func=cmd_jobs)
 
     p = sub.add_parser("submit", help="submit to Argo (ARGO_SERVER, ARGO_TOKEN, ARGO_NAMESPACE)")
     p.add_argument("cert")

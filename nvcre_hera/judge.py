@@ -143,7 +143,10 @@ def _judge_group(name: str, runs: list[dict], thresholds: dict, compiled: dict) 
     metric_names = sorted({k for run in runs for k in (run.get("metrics") or {})})
     metrics = {m: _worst(m, (_number((run.get("metrics") or {}).get(m)) for run in runs)) for m in metric_names}
     warnings = list(dict.fromkeys(str(w) for run in runs for w in run.get("warnings") or []))[:WARNINGS_KEPT]
+    unpinned = any(run.get("placement") == "Unpinned" for run in runs)
     group = {"name": name, "nodes": nodes, "status": "Failed" if reasons else "Passed",
+             # Unpinned: the scheduler chose the nodes and the step does not know which: a count, no names
+             **({"unpinned": True, "nodeCount": max(int(r.get("nodeCount") or 0) for r in runs)} if unpinned else {}),
              **({"warnings": warnings} if warnings else {}),  # NCCL WARN lines: kept, never a failure by themselves
              "metrics": {k: v for k, v in metrics.items() if v is not None}, "reasons": reasons,
              "repeats": len(runs), "runtimeSec": round(sum(float(r.get("runtimeSec") or 0) for r in runs), 3),
@@ -154,7 +157,8 @@ def _judge_group(name: str, runs: list[dict], thresholds: dict, compiled: dict) 
 def _failed_group(group: dict) -> dict:
     reason = min((r["reason"] for r in group["reasons"]), key=_precedence)
     messages = list(dict.fromkeys(r["message"] for r in group["reasons"] if r["message"]))
-    return {"name": group["name"], "nodeCount": len(group["nodes"]), "nodes": group["nodes"], "reason": reason,
+    return {"name": group["name"], "nodeCount": group.get("nodeCount", len(group["nodes"])), "nodes": group["nodes"],
+            **({"unpinned": True} if group.get("unpinned") else {}), "reason": reason,
             "message": "; ".join(messages), "failureLog": group["failureLog"]}
 
 
@@ -247,7 +251,9 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         "nodesPerJob": category.get("nodesPerJob"), "jobs": len(results or []), "runsMeasured": 0,
         "enableMNNVL": bool(category.get("enableMNNVL", False)), "thresholdsSet": bool(thresholds),
         "thresholds": [], "metrics": {}, "bandwidth": [], "groups": [], "failedGroups": [],
-        **({"incomplete": str(incomplete)} if incomplete else {})}
+        **({"incomplete": str(incomplete)} if incomplete else {}),
+        # which NIC resource the workers requested, and from where (detected | nicResourceName | none | ...)
+        **({"nicResource": dict(category["nic"])} if category.get("nic") else {})}
     if not results and incomplete:  # nothing could run as asked: not a failure of any node, and never a pass
         entry.update(status="Incomplete",
                      thresholds=[{"metric": m, "expression": e, "measuredValue": None, "passed": False,

@@ -41,10 +41,15 @@ def discover(plan: dict, cluster) -> dict:
     return files
 
 
-def run(plan: dict, cluster, group: dict, platform: str, gpu: str, index: int = 0) -> list[dict]:
+# mixed-faults.yaml is on-prem; its nodes advertise rdma/ib (sim.nodes.ONPREM_NIC_RESOURCE), as discovery would say
+MIXED = ("onprem", {"resource": "rdma/ib", "allocatable": 8})
+
+
+def run(plan: dict, cluster, group: dict, platform: str, gpu: str, index: int = 0,
+        nic: dict | None = None) -> list[dict]:
     code, files, _ = step(["run", "--plan", json.dumps(plan), "--category", str(index), "--group", json.dumps(group),
                            "--platform", platform, "--gpu", gpu, "--workflow-name", "wf", "--workflow-uid", "u1",
-                           "--namespace", "nvcre"], cluster)
+                           "--namespace", "nvcre", *(["--nic", json.dumps(nic)] if nic else [])], cluster)
     assert code == 0  # a failed test is data, not a failed step
     return json.loads(files["metrics"])
 
@@ -74,20 +79,21 @@ def test_full_scale_groups_of_nodes_per_job_with_overflow():
 def test_socket_fallback_is_a_transport_mismatch_unless_switched_off():
     cluster = load_sim_cluster(CLUSTERS / "mixed-faults.yaml")
     group = {"id": "g0", "nodes": ["gpu-node-14"]}
-    on = run(plan_for("[{domain: communication, variant: nccl-loopback}]"), cluster, group, "aws", "h100")
+    on = run(plan_for("[{domain: communication, variant: nccl-loopback}]"), cluster, group, MIXED[0], "h200",
+             nic=MIXED[1])
     assert [r["reason"] for r in on[0]["reasons"]] == ["TransportMismatch"]
     off = run(plan_for("[{domain: communication, variant: nccl-loopback, options: {transportCheck: false}}]"),
-              cluster, group, "aws", "h100")
+              cluster, group, MIXED[0], "h200", nic=MIXED[1])
     assert off[0]["reasons"] == [] and off[0]["transport"] == "NET/Socket"
 
 
 def test_data_corruption_and_dcgm_failure_are_reported():
     cluster = load_sim_cluster(CLUSTERS / "mixed-faults.yaml")
     corrupt = run(plan_for("[{domain: communication, variant: nccl-all-reduce}]", "  testScale: intra-node"),
-                  cluster, {"id": "g9", "nodes": ["gpu-node-09"]}, "aws", "h100")
+                  cluster, {"id": "g9", "nodes": ["gpu-node-09"]}, MIXED[0], "h200", nic=MIXED[1])
     assert "DataCorruption" in [r["reason"] for r in corrupt[0]["reasons"]]
     dcgm = run(plan_for("[{domain: diagnostics, variant: dcgm-level4}]"), cluster,
-               {"id": "g11", "nodes": ["gpu-node-11"]}, "aws", "h100")
+               {"id": "g11", "nodes": ["gpu-node-11"]}, MIXED[0], "h200", nic=MIXED[1])
     (reason,) = dcgm[0]["reasons"]
     assert reason["reason"] == "DiagnosticFailed" and "0" in reason["message"] and "3" in reason["message"]
     assert dcgm[0]["metrics"] == {"dcgmPassed": 0.0}

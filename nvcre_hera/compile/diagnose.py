@@ -35,20 +35,21 @@ def round_template(cat: ResolvedCategory, test: Container) -> DAG:
     """One round's tests; always Succeeds with a `results` output (the metrics of the tests that sent some)."""
     with DAG(
         name=f"round-{cat.index}",
-        inputs=[Parameter(name=n) for n in ("tests", "setup", "platform", "gpu")],
+        inputs=[Parameter(name=n) for n in ("tests", "setup", "platform", "gpu", "nic")],
         outputs=[Parameter(name="results", value_from=m.ValueFrom(
             parameter="{{tasks.test.outputs.parameters.metrics}}", default="[]"))],
     ) as dag:
         Task(name="test", template=test, with_param="{{inputs.parameters.tests}}", continue_on=CONTINUE,
              arguments={"group": "{{item}}", "platform": "{{inputs.parameters.platform}}",
-                        "gpu": "{{inputs.parameters.gpu}}", "setup": "{{inputs.parameters.setup}}"})
+                        "gpu": "{{inputs.parameters.gpu}}", "nic": "{{inputs.parameters.nic}}",
+                        "setup": "{{inputs.parameters.setup}}"})
     return dag
 
 
 def diagnose_template(cat: ResolvedCategory, plan_step: Container, test: Container) -> DAG:
     i = cat.index
     round_dag = round_template(cat, test)
-    inputs = [Parameter(name=n) for n in ("setup", "state", "results", "platform", "gpu")]
+    inputs = [Parameter(name=n) for n in ("setup", "state", "results", "platform", "gpu", "nic")]
     with DAG(
         name=f"diagnose-{i}",
         inputs=inputs,
@@ -59,12 +60,14 @@ def diagnose_template(cat: ResolvedCategory, plan_step: Container, test: Contain
             "results": "{{inputs.parameters.results}}"})
         Task(name="round", template=round_dag, depends="plan", arguments={
             "tests": "{{tasks.plan.outputs.parameters.tests}}", "setup": "{{inputs.parameters.setup}}",
-            "platform": "{{inputs.parameters.platform}}", "gpu": "{{inputs.parameters.gpu}}"})
+            "platform": "{{inputs.parameters.platform}}", "gpu": "{{inputs.parameters.gpu}}",
+            "nic": "{{inputs.parameters.nic}}"})
         Task(name="recurse", template=dag, depends="round",
              with_param="{{tasks.plan.outputs.parameters.next}}",
              arguments={"setup": "{{inputs.parameters.setup}}", "state": "{{tasks.plan.outputs.parameters.state}}",
                         "results": "{{tasks.round.outputs.parameters.results}}",
-                        "platform": "{{inputs.parameters.platform}}", "gpu": "{{inputs.parameters.gpu}}"})
+                        "platform": "{{inputs.parameters.platform}}", "gpu": "{{inputs.parameters.gpu}}",
+            "nic": "{{inputs.parameters.nic}}"})
     return dag
 
 

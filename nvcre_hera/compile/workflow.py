@@ -87,10 +87,11 @@ def _category_templates(cat: ResolvedCategory, image: str) -> tuple[Container, D
         f"test-{i}", image,
         ["run", "--plan", "{{workflow.parameters.plan}}", "--category", str(i),
          "--group", "{{inputs.parameters.group}}", "--platform", "{{inputs.parameters.platform}}",
-         "--gpu", "{{inputs.parameters.gpu}}", "--workflow-name", "{{workflow.name}}",
+         "--gpu", "{{inputs.parameters.gpu}}", "--nic", "{{inputs.parameters.nic}}",
+         "--workflow-name", "{{workflow.name}}",
          "--workflow-uid", "{{workflow.uid}}", "--namespace", "{{workflow.namespace}}", *setup_args,
          "--out", OUT_DIR],
-        inputs=[Parameter(name="group"), Parameter(name="platform"), Parameter(name="gpu"),
+        inputs=[Parameter(name="group"), Parameter(name="platform"), Parameter(name="gpu"), Parameter(name="nic"),
                 *([Parameter(name="setup")] if diagnose else [])],
         outputs=[_output("metrics", "[]")],
         active_deadline_seconds=_test_deadline_s(cat),
@@ -103,7 +104,7 @@ def _category_templates(cat: ResolvedCategory, image: str) -> tuple[Container, D
     cap = int(cat.options["maxConcurrent"])
     with DAG(
         name=f"category-{i}",
-        inputs=[Parameter(name="groups"), Parameter(name="platform"), Parameter(name="gpu")],
+        inputs=[Parameter(name="groups"), Parameter(name="platform"), Parameter(name="gpu"), Parameter(name="nic")],
         outputs=[Parameter(name="results", value_from=m.ValueFrom(
             parameter="{{tasks.test.outputs.parameters.metrics}}", default="[]"))],
         parallelism=cap if cap > 0 else None,
@@ -113,7 +114,7 @@ def _category_templates(cat: ResolvedCategory, image: str) -> tuple[Container, D
         # reference to them would then wait for ever. The judge finds the groups that sent no result.
         Task(name="test", template=test, with_param="{{inputs.parameters.groups}}", continue_on=CONTINUE,
              arguments={"group": "{{item}}", "platform": "{{inputs.parameters.platform}}",
-                        "gpu": "{{inputs.parameters.gpu}}"})
+                        "gpu": "{{inputs.parameters.gpu}}", "nic": "{{inputs.parameters.nic}}"})
     return test, dag
 
 
@@ -157,6 +158,7 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
             "discover", image,
             ["discover", "--plan", "{{workflow.parameters.plan}}", "--out", OUT_DIR],
             outputs=[_output("summary", "{}"), _output("platform", "onprem"), _output("gpu", "unknown"),
+                     _output("nic", "null"),
                      *[_output(f"groups-{c.index}", "[]") for c in categories],
                      *[_output(f"setup-{c.index}", "{}") for c in categories if c.options["testScale"] == "diagnose"]],
             retry_strategy=RetryStrategy(limit=3, retry_policy="OnError"),
@@ -188,7 +190,8 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
                 depends = "discover" if previous is None else \
                     f"{previous}.Succeeded || {previous}.Failed || {previous}.Errored"
                 common = {"platform": "{{tasks.discover.outputs.parameters.platform}}",
-                          "gpu": "{{tasks.discover.outputs.parameters.gpu}}"}
+                          "gpu": "{{tasks.discover.outputs.parameters.gpu}}",
+                          "nic": "{{tasks.discover.outputs.parameters.nic}}"}
                 if cat.options["testScale"] == "diagnose":
                     args = {"setup": f"{{{{tasks.discover.outputs.parameters.setup-{cat.index}}}}}",
                             "state": "null", "results": "[]", **common}

@@ -5,7 +5,7 @@ is named `launcher` so logs are found the same way for every backend.
 
 from __future__ import annotations
 
-from nvcre_hera.jobs.base import JobPlan, env_list, metadata, node_affinity, pod_placement
+from nvcre_hera.jobs.base import JobPlan, env_list, metadata, pod_placement, worker_affinity, worker_labels
 
 
 class JobSetBackend:
@@ -17,7 +17,7 @@ class JobSetBackend:
         pod_spec = {
             **pod_placement(plan),
             "restartPolicy": "Never",
-            "affinity": node_affinity(plan.nodes),
+            "affinity": worker_affinity(plan),
             "containers": [{
                 "name": "launcher", "image": plan.image, "command": plan.argv[:1], "args": plan.argv[1:],
                 "env": env_list(plan.env),
@@ -39,7 +39,7 @@ class JobSetBackend:
                         "spec": {
                             "backoffLimit": 0,
                             "activeDeadlineSeconds": int(plan.timeout_s),
-                            "template": {"metadata": {"labels": dict(plan.labels)}, "spec": pod_spec},
+                            "template": {"metadata": {"labels": worker_labels(plan)}, "spec": pod_spec},
                         },
                     },
                 }],

@@ -16,7 +16,8 @@ overrides the environment (Open MPI MCA precedence), keeping the operator's Conn
 from __future__ import annotations
 
 from nvcre_hera.catalog import CLONED_CODE_DIR
-from nvcre_hera.jobs.base import JobPlan, env_list, metadata, node_affinity, pod_placement
+from nvcre_hera.jobs.base import (JobPlan, env_list, launcher_affinity, metadata, pod_placement, worker_affinity,
+                                  worker_labels)
 
 SSH_PORT = 22  # the images' own sshd_config/ssh_config default (no Port line): both sides agree without a config file
 # mpirun's rsh agent arguments: the port, plus the operator's own ConnectionAttempts that this value replaces
@@ -103,6 +104,7 @@ class MPIJobBackend:
                             "metadata": {"labels": pod_labels},
                             "spec": {
                                 **placement,
+                                "affinity": launcher_affinity(),
                                 "containers": [{
                                     "name": "launcher", "image": plan.image, "command": launcher_cmd,
                                     "env": env_list(env),
@@ -115,10 +117,10 @@ class MPIJobBackend:
                         "replicas": n,
                         "restartPolicy": "Never",
                         "template": {
-                            "metadata": {"labels": pod_labels},
+                            "metadata": {"labels": worker_labels(plan)},
                             "spec": {
                                 **placement,
-                                "affinity": node_affinity(plan.nodes),
+                                "affinity": worker_affinity(plan),
                                 **({"initContainers": [checkout]} if checkout else {}),
                                 "containers": [{
                                     "name": "worker", "image": plan.image,

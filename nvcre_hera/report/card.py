@@ -126,6 +126,8 @@ def _failed_group_lines(groups: list[dict]) -> list[str]:
         lines.append(f"  {name}  {count} node{'s' if count != 1 else ''}  {g.get('reason')}")
         if g.get("nodes"):
             lines.append("    nodes: " + ", ".join(clean(n) for n in g["nodes"]))
+        elif g.get("unpinned"):
+            lines.append("    nodes: chosen by the scheduler (placement Unpinned): no node is blamed")
         if g.get("message"):
             lines.append("    " + g["message"])
         log = [ln for ln in clean(g.get("failureLog")).splitlines()][-LOG_LINES:]
@@ -180,6 +182,14 @@ def _repeat_lines(c: dict) -> list[str]:
     return [f"Repeats:    {counts[0] if len(counts) == 1 else f'{counts[0]}-{counts[-1]}'} per group"]
 
 
+def _nic_lines(c: dict) -> list[str]:
+    """The NIC resource the workers requested and where it came from (only when discovery said)."""
+    nic = c.get("nicResource")
+    if not nic:
+        return []
+    return [f"NIC:        {nic.get('resource') or 'none'} ({nic.get('source')})"]
+
+
 def _category_box(c: dict) -> list[str]:
     lines = [
         f"Status:     {c.get('status')}",
@@ -190,6 +200,7 @@ def _category_box(c: dict) -> list[str]:
         f"Jobs:       {c.get('jobs', 0)}",
         *_repeat_lines(c),
         f"MNNVL:      {'enabled' if c.get('enableMNNVL') else 'disabled'}",
+        *_nic_lines(c),
     ]
     if c.get("bandwidth"):
         lines += ["", *_bandwidth_lines(c["bandwidth"])]

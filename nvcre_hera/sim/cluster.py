@@ -1,7 +1,8 @@
 """`SimCluster`: the `Cluster` protocol (nvcre_hera/cluster/base.py) over a simulated GPU cluster, in simulated time.
 
-A job object is read for two things only: `metadata.name` and the `nvcre-hera.dev/test-spec` annotation
-(docs/internals.md). Its whole run — duration, exit code, timed log lines — is decided at `create_job` from the
+A job object is read for its `metadata.name`, the `nvcre-hera.dev/test-spec` annotation (docs/internals.md),
+and its GPU pod templates, which a stand-in scheduler checks against the nodes' taints, allocatable resources and
+RDMA devices (sim/placement.py). Its whole run — duration, exit code, timed log lines — is decided at `create_job` from the
 spec's seed, the job's name and `repeat`, so runs are reproducible. `wait_for_job` then moves the clock: to the
 job's end, to the moment a watched node turns Unschedulable/NotReady, to a stall, or to the timeout.
 The caller (the local executor) sets the clock to the pod's simulated start before each step (`set_clock`).
@@ -18,10 +19,12 @@ from pathlib import Path
 
 from nvcre_hera.catalog import platform_settings
 from nvcre_hera.cluster.base import TEST_SPEC_ANNOTATION, JobOutcome, StallCheck
+from nvcre_hera.nics import RDMA_FABRICS
 from nvcre_hera.sim import model
 from nvcre_hera.sim.faults import ActiveFaults, NodeCaps, active_faults, first_health_event, health_at, health_events
 from nvcre_hera.sim.logs import NcclRun, TimedLine, TrainingRun, dcgm_lines, nccl_lines, render, training_lines
 from nvcre_hera.sim.noise import noisy
+from nvcre_hera.sim.placement import PodFit, check_pods
 from nvcre_hera.sim.nodes import CLIQUE_LABEL, DEVICE_NAMES, PCI_DEVICE_IDS, build_nodes, node_gpus, with_health
 from nvcre_hera.sim.spec import STEP_KINDS, SimulatedClusterSpec, load_spec
 
@@ -84,6 +87,7 @@ class SimCluster:
         self._jobs: dict[str, SimJob] = {}
         # Objects a job depends on (a TrainJob's TrainingRuntime): name -> labels, while they exist.
         self._dependencies: dict[str, dict[str, str]] = {}
+        self._dependency_manifests: dict[str, dict] = {}  # their pod templates, for the scheduling stand-in
 
     @classmethod
     def from_spec(cls, spec: SimulatedClusterSpec) -> SimCluster:
@@ -122,6 +126,7 @@ class SimCluster:
             if name in self._dependencies:
                 raise ValueError(f"{manifest['kind']} {name} already exists")
             self._dependencies[name] = dict(meta.get("labels") or {})
+            self._dependency_manifests[name] = manifest
             return name
         if manifest.get("kind") == "TrainJob":
             # Stand-in for Kubeflow Trainer: without its runtime a TrainJob never gets a JobSet, so refuse it here
@@ -136,11 +141,19 @@ class SimCluster:
             raise ValueError(f"job {name} already exists")
         test_spec = json.loads(raw) if isinstance(raw, str) else dict(raw)
         self._step_faults(name, test_spec.get("nodes") or [])
-        job = self._plan(name, dict(meta.get("labels") or {}), test_spec)
+        fit = self._fit(manifest, test_spec.get("nodes") or [])
+        job = self._plan(name, dict(meta.get("labels") or {}), test_spec, fit)
         job.kind = str(manifest.get("kind") or "")
         self._jobs[name] = job
         self.jobs_created += 1
         return name
+
+    def _fit(self, manifest: dict, nodes: list[str]) -> PodFit:
+        """Taints, resources and RDMA devices of the job's GPU pods on its nodes (sim.placement)."""
+        ref = ((manifest.get("spec") or {}).get("runtimeRef") or {}).get("name")
+        manifests = [manifest, *([self._dependency_manifests[ref]] if ref in self._dependency_manifests else [])]
+        wanted = set(nodes)
+        return check_pods(manifests, [n for n in self._nodes if n["metadata"]["name"] in wanted])
 
     def _step_faults(self, name: str, nodes: list[str]) -> None:
         """`step-crash` / `step-stall` (sim.spec.STEP_KINDS): the test pod itself dies or blocks."""
@@ -195,6 +208,7 @@ class SimCluster:
 
     def delete_job(self, name: str) -> bool:
         if self._dependencies.pop(name, None) is not None:
+            self._dependency_manifests.pop(name, None)
             return True
         job = self._jobs.get(name)
         if job is None or job.deleted:
@@ -231,15 +245,20 @@ class SimCluster:
         return job
 
     # --- planning a job's run -------------------------------------------------------------------------------------
-    def _plan(self, name: str, labels: dict[str, str], ts: dict) -> SimJob:
+    def _plan(self, name: str, labels: dict[str, str], ts: dict, fit: PodFit | None = None) -> SimJob:
         rng = random.Random(_seed(self.body.seed, name, ts.get("repeat", 0)))
         nodes = list(ts.get("nodes") or [])
         test = ts.get("test", "")
         unknown = [n for n in nodes if n not in self._gpus]
-        if not nodes or unknown or test not in NCCL_TESTS | {"dcgm_diag", "training", "workload"}:
+        if not nodes or unknown or test not in NCCL_TESTS | {"dcgm_diag", "training", "workload"} or \
+                (fit is not None and fit.unschedulable):
             # Pods that can never be scheduled (or a workload the simulator does not know): nothing ever happens.
             return SimJob(name, labels, ts, self.clock, [], math.inf, None, "unschedulable-pods")
         faults = active_faults(list(self.body.faults), nodes, rng)
+        if fit is not None and fit.checked and not fit.rdma and \
+                platform_settings(self.body.platform).get("fabric") in RDMA_FABRICS:
+            # no RDMA device in the workers: NCCL's IB/EFA plugin finds none and every NIC path runs over TCP
+            faults.socket |= set(nodes)
         failure, culprit = self._failure(test, nodes, faults)
         archs = [self._gpus[n][0] for n in nodes]
         arch = min(archs, key=lambda a: model.BASELINES[a][0])  # a minority node bounds its group

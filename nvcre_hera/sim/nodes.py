@@ -127,9 +127,15 @@ def build_node(body: ClusterBody, name: str, index: int, arch: str, gpus: int) -
     resources = {"cpu": "192" if arch not in ARM_GPUS else "144", "memory": "2097112716Ki", "pods": "110",
                  "ephemeral-storage": "101569200Ki", GPU_RESOURCE: str(gpus)}
     nic, nics = nic_resource(body.platform, arch)
+    if body.nics is not None:
+        nic, nics = body.nics.resource, body.nics.count or nics
     if nic:
         resources[nic] = str(nics)
     spec: dict = {}
+    taints = [{"key": t.key, **({"value": t.value} if t.value is not None else {}), "effect": t.effect}
+              for t in body.taints if t.nodes is None or name in t.nodes]
+    if taints:
+        spec["taints"] = taints
     pid = provider_id(body.platform, name, index, body.seed)
     if pid:
         spec["providerID"] = pid

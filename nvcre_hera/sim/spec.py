@@ -13,6 +13,8 @@ Shape (see docs/simulated-cluster.md and examples/clusters/):
       seed: 7
       noise: {sigma: 0.02, dipProbability: 0.01}
       faults: [{node: gpu-node-07, kind: slow-nic, factor: 0.6}]
+      nics: {resource: rdma/rdma_shared_device_a, count: 8}   # optional; resource: null = no NIC device plugin
+      taints: [{key: dedicated, value: gpu, effect: NoSchedule, nodes: [gpu-node-01]}]   # optional; no nodes = all
 """
 
 from __future__ import annotations
@@ -147,6 +149,29 @@ class FaultSpec(_Strict):
         return DEFAULT_FLAP_PROBABILITY if self.kind == "flapping" else 1.0
 
 
+class NicsSpec(_Strict):
+    """The NIC resource every node advertises in status.allocatable; `resource: null`: none (no device plugin)."""
+
+    resource: str | None
+    count: int | None = Field(None, ge=1, le=1000)
+
+    @field_validator("resource")
+    @classmethod
+    def _extended(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^[a-z0-9.-]+/[A-Za-z0-9._-]+$", value):
+            raise ValueError(f"{value!r} is not an extended resource name (domain/name, e.g. rdma/ib)")
+        return value
+
+
+class TaintSpec(_Strict):
+    """A taint on the named nodes (every node when `nodes` is absent), as an admin or a GPU operator sets it."""
+
+    key: str = Field(min_length=1)
+    value: str | None = None
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"]
+    nodes: list[str] | None = None
+
+
 class ClusterBody(_Strict):
     platform: Platform
     gpu: Gpu
@@ -154,6 +179,8 @@ class ClusterBody(_Strict):
     seed: int = 0
     noise: NoiseSpec = Field(default_factory=NoiseSpec)
     faults: list[FaultSpec] = Field(default_factory=list)
+    nics: NicsSpec | None = None  # absent: the platform's usual NIC resource (sim.nodes.nic_resource)
+    taints: list[TaintSpec] = Field(default_factory=list)
 
 
 class Metadata(_Strict):
@@ -193,6 +220,10 @@ def _check_names(body: ClusterBody) -> tuple[str, str] | None:
             if member not in known:
                 field = "nodes" if fault.nodes else "node"
                 return f"spec.faults[{i}].{field}", f"unknown node {member!r} (nodes are {names[0]} … {names[-1]})"
+    for i, taint in enumerate(body.taints):
+        for member in taint.nodes or []:
+            if member not in known:
+                return f"spec.taints[{i}].nodes", f"unknown node {member!r} (nodes are {names[0]} … {names[-1]})"
     return None
 
 
@@ -249,9 +280,11 @@ __all__ = [
     "KIND",
     "NodeOverride",
     "NodesSpec",
+    "NicsSpec",
     "NoiseSpec",
     "Platform",
     "SimulatedClusterSpec",
+    "TaintSpec",
     "load_spec",
     "parse_spec",
 ]

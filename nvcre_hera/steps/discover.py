@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from nvcre_hera.catalog import gpu_defaults, plan_entry
+from nvcre_hera.catalog import CatalogEntry, gpu_defaults, plan_entry, platform_settings
 from nvcre_hera.cluster.base import Cluster
 from nvcre_hera.grouping import (
     CLIQUE_LABEL,
@@ -21,6 +21,8 @@ from nvcre_hera.grouping import (
     topology_domains,
     unmatched_target,
 )
+from nvcre_hera.jobs.base import tolerated, tolerations
+from nvcre_hera.nics import RDMA_FABRICS, NicDetection, choose_nic, detect_nic
 from nvcre_hera.nodeindex import make_setup, target_order
 from nvcre_hera.platform import GPU_PRODUCT_LABEL, detect_architecture, detect_platform, node_labels, node_name
 from nvcre_hera.steps.io import Outputs
@@ -50,6 +52,77 @@ def _gpu_filter(nodes: list[dict], needed: int) -> tuple[list[dict], list[Exclus
             excluded.append(Exclusion(node_name(node), "InsufficientGPUs",
                                       f"{have} allocatable nvidia.com/gpu, the categories need {needed}"))
     return keep, excluded
+
+
+def _taint_filter(nodes: list[dict], target: dict) -> tuple[list[dict], list[Exclusion]]:
+    """Nodes with a NoSchedule/NoExecute taint the test pods do not tolerate (jobs.base.tolerations: the GPU taint
+    and the target's taintSelectors) could never run them: excluded and recorded, not left to time out."""
+    tols = tolerations(target)
+    keep, excluded = [], []
+    for node in nodes:
+        bad = [t for t in (node.get("spec") or {}).get("taints") or []
+               if t.get("effect") in ("NoSchedule", "NoExecute") and not tolerated(t, tols)]
+        if bad:
+            shown = ", ".join(f"{t.get('key')}{'=' + t['value'] if t.get('value') else ''}:{t.get('effect')}"
+                              for t in bad)
+            excluded.append(Exclusion(node_name(node), "UntoleratedTaint",
+                                      f"taint {shown} is not among the target's taintSelectors (select it "
+                                      f"there to test this node)"))
+        else:
+            keep.append(node)
+    return keep, excluded
+
+
+def _requests_nic(entry: CatalogEntry, opts: dict) -> bool:
+    """Whether this category's workers ask for a NIC resource (the MPIJob worker's rule: mpi/torch, device
+    plugin access, at least one NIC a node)."""
+    nics = opts.get("mlnxPerNode")
+    return (entry.framework in ("mpi", "torch") and (opts.get("rdmaDeviceAccess") or "devicePlugin") == "devicePlugin"
+            and (nics is None or int(nics) > 0))
+
+
+def _crosses_nics(entry: CatalogEntry, scale: str) -> bool:
+    """Whether the test's traffic leaves the node through its NICs (loopback does by design; per-group tests do
+    unless they run inside one node)."""
+    if entry.parser not in ("nccl", "training") or entry.test == "loopback_nvswitch":
+        return False
+    return entry.test == "loopback" or (entry.scope == "per-group" and scale != "intra-node")
+
+
+def _nic_filter(nodes: list[dict], cats: list[dict], detection: NicDetection) -> tuple[list[dict], list[Exclusion]]:
+    """Nodes without the detected NIC resource, when a category will request it: its pods could not schedule."""
+    uses = any(_requests_nic(plan_entry(c), c["options"]) and not c["options"].get("nicResourceName") for c in cats)
+    if not (uses and detection.resource and detection.missing):
+        return nodes, []
+    missing = set(detection.missing)
+    offering = len(nodes) - len(missing)
+    return ([n for n in nodes if node_name(n) not in missing],
+            [Exclusion(name, "NoNICResource", f"offers no {detection.resource} in status.allocatable ({offering} of "
+                                              f"{len(nodes)} nodes do, and the tests request it)")
+             for name in sorted(missing)])
+
+
+def nic_summary(cat: dict, detection: NicDetection, platform: str) -> tuple[dict, str | None]:
+    """The category's NIC resource and where it came from, for the report; and why the category cannot certify
+    the fabric when the platform's NCCL should run over RDMA and no resource gives the pods its devices."""
+    entry, opts = plan_entry(cat), cat["options"]
+    settings = platform_settings(platform)
+    resource, source = choose_nic(opts, detection.to_param(), settings.get("nicResource"))
+    access = opts.get("rdmaDeviceAccess") or "devicePlugin"
+    info: dict = {"resource": resource if _requests_nic(entry, opts) else None, "source": source}
+    if access == "hostPath":
+        info.update(resource=None, source="hostPath")
+    elif not _requests_nic(entry, opts):
+        info["source"] = "not requested"
+    if source == "none" and detection.message:
+        info["message"] = detection.message
+    fabric = settings.get("fabric")
+    if (info["source"] == "none" and fabric in RDMA_FABRICS and _crosses_nics(entry, opts["testScale"])
+            and opts.get("transportCheck", True)):
+        return info, (f"platform {platform} runs NCCL over {fabric}, but no RDMA device resource was found "
+                      f"({detection.message}): the workers would fall back to TCP sockets, so this test cannot "
+                      f"certify the fabric; set nicResourceName or rdmaDeviceAccess: hostPath")
+    return info, None
 
 
 def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], opts: dict) -> dict:
@@ -107,7 +180,10 @@ def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable
     needed = max([int(c["options"].get("gpusPerNode") or defaults["gpusPerNode"]) for c in plan["categories"]],
                  default=defaults["gpusPerNode"])
     nodes, short = _gpu_filter(nodes, needed)
-    excluded = selection.excluded + minority + short
+    nodes, tainted = _taint_filter(nodes, target)
+    detection = detect_nic(nodes, platform_settings(platform).get("nicResource") if nodes else None)
+    nodes, no_nic = _nic_filter(nodes, plan["categories"], detection)
+    excluded = selection.excluded + minority + short + tainted + no_nic
     summary_categories = []
     for cat in plan["categories"]:
         opts = cat["options"]
@@ -120,9 +196,11 @@ def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable
             out.write(f"setup-{cat['index']}", diagnose_setup(all_nodes, plan.get("target") or {}, nodes, opts))
         else:
             out.write(f"groups-{cat['index']}", groups)
+        nic, fabric_gap = nic_summary(cat, detection, platform) if nodes else ({}, None)
+        gaps = [g for g in (scale_gap(cat, groups, len(nodes), gpn), fabric_gap) if g]
         summary_categories.append({"index": cat["index"], "testScale": opts["testScale"], "groups": len(groups),
                                    "nodesPerJob": max((len(g["nodes"]) for g in groups), default=0),
-                                   "incomplete": scale_gap(cat, groups, len(nodes), gpn)})
+                                   "incomplete": "; ".join(gaps) or None, "nic": nic})
     summary = {
         "platform": platform, "gpu": arch or "unknown", "gpuProduct": product,
         "totalNodes": len(selection.selected) + len(selection.excluded),
@@ -134,8 +212,10 @@ def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable
     out.write("summary", summary)
     out.write("platform", platform)
     out.write("gpu", arch or "unknown")
+    out.write("nic", detection.to_param())
     log(f"discover: {len(nodes)} of {summary['totalNodes']} target nodes ({len(all_nodes)} in the cluster), "
         f"platform {platform}, GPU {product or 'unknown'}")
+    log(f"discover: NIC resource: {detection.message}")
     for e in excluded:
         log(f"discover: excluded {e.name}: {e.reason} ({e.message})")
     for message in incomplete + [c["incomplete"] for c in summary_categories if c["incomplete"]]:

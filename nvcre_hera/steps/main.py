@@ -56,6 +56,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group", type=_json_arg, required=True)
     p.add_argument("--platform", required=True)
     p.add_argument("--gpu", required=True)
+    p.add_argument("--nic", type=_json_arg, default=None,
+                   help='what discovery found: {"resource": NAME or null, "allocatable": N}; null: no discovery ran')
     p.add_argument("--workflow-name", required=True)
     p.add_argument("--workflow-uid", required=True)
     p.add_argument("--namespace", required=True)
@@ -113,13 +115,11 @@ def main(argv: list[str] | None = None, *, cluster: Cluster | None = None, outpu
 
         return discover(args.plan, cluster, out, say)
     if args.step == "run":
-        from nvcre_hera.jobs import JobContext
+        from nvcre_hera.jobs.base import context_from_plan
         from nvcre_hera.steps.run import run_test
 
-        gang = args.plan.get("gangScheduler") or {}
-        ctx = JobContext(args.workflow_name, args.workflow_uid, args.namespace, args.platform,
-                         None if args.gpu == "unknown" else args.gpu, gang.get("schedulerName"), gang.get("queue"),
-                         gang.get("queueLabelKey"), args.plan.get("priorityClassName"))
+        ctx = context_from_plan(args.plan, workflow_name=args.workflow_name, workflow_uid=args.workflow_uid,
+                                namespace=args.namespace, platform=args.platform, gpu=args.gpu, nic=args.nic)
         return run_test(args.plan, args.category, args.group, ctx, cluster, out, say, setup=args.setup)
     if args.step == "plan":
         from nvcre_hera.steps.plan_step import plan_step

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from nvcre_hera.catalog import CatalogEntry, plan_entry, platform_settings
 from nvcre_hera.cluster.base import Cluster, JobOutcome
-from nvcre_hera.jobs import JobContext, backend_for, job_objects, plan_job
+from nvcre_hera.jobs import JobContext, JobPlan, backend_for, job_objects, plan_job
 from nvcre_hera.diagnose.nodesets import to_nodes
 from nvcre_hera.nodeindex import resolve
 from nvcre_hera.parsers import reasons as reason_rules
@@ -112,6 +112,23 @@ def _read_measurement(cluster: Cluster, entry: CatalogEntry, name: str, wait_s: 
     return text, parsed
 
 
+def _nic_record(job: JobPlan) -> dict:
+    """Which NIC resource this run's workers were given, and from where (the report's per-run record)."""
+    if job.rdma_device_access == "hostPath":
+        return {"nicResource": None, "nicSource": "hostPath"}
+    return {"nicResource": job.nic_resource if job.nic_source != "none" else None, "nicSource": job.nic_source}
+
+
+def objects_for_test(plan: dict[str, Any], category_index: int, group: dict, repeat: int,
+                 ctx: JobContext) -> tuple[JobPlan, list[dict]]:
+    """One test's resolved job and every object it creates, in creation order (what `run_test` creates and
+    `nvcre jobs` prints: one code path, so the preview is what a run would submit)."""
+    cat = next(c for c in plan["categories"] if c["index"] == category_index)
+    entry = plan_entry(cat)
+    job = plan_job(entry, category_index, cat["options"], group, repeat, ctx)
+    return job, job_objects(backend_for(entry, plan.get("backend")), job)
+
+
 def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobContext, cluster: Cluster,
              out: Outputs, log: Callable[[str], None], setup: dict | None = None) -> int:
     cat = next(c for c in plan["categories"] if c["index"] == category_index)
@@ -128,9 +145,9 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
     alive: list[str] = []  # job objects created and not yet deleted, newest last
     try:
         for repeat in range(repeats):
-            job = plan_job(entry, category_index, options, group, repeat, ctx)
+            job, objects = objects_for_test(plan, category_index, group, repeat, ctx)
+            unpinned = job.unpinned
             started = cluster.now()
-            objects = job_objects(backend, job)
             dependencies = []
             for obj in objects[:-1]:  # e.g. a TrainJob's TrainingRuntime
                 dependencies.append(cluster.create_job(obj))
@@ -139,7 +156,9 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             alive.append(name)
             log(f"run: {entry.key} group {group['id']} ({len(job.nodes)} node(s)) repeat {repeat}: created "
                 f"{backend.kind} {name}")
-            outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, _stall_check(entry, options))
+            # Unpinned: the scheduler picks the nodes, so the group's names are candidates, not where the pods run
+            watched = [] if unpinned else job.nodes
+            outcome = cluster.wait_for_job(name, watched, job.timeout_s, _stall_check(entry, options))
             text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]),
                                              outcome.phase == "Succeeded")
             if entry.parser == "training":  # goodput needs the job's wall time, which only the watcher knows
@@ -149,6 +168,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             if not diagnose or repeat == repeats - 1:  # diagnose: one log excerpt per test keeps the Workflow small
                 _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
             reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
+            if unpinned:  # no node can be blamed for a run it was not known to host: the group is (README)
+                reasons = [{**r, "node": None} for r in reasons]
             deleted = cluster.delete_job(name)
             alive.remove(name)
             for dep in reversed(dependencies):
@@ -157,7 +178,9 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             metrics = reason_rules.metrics_from(entry.parser, parsed)
             status = "failed" if reasons else "ok"
             results.append({
-                "category": entry.key, "group": group["id"], "nodes": job.nodes, "status": status,
+                "category": entry.key, "group": group["id"], "nodes": [] if unpinned else job.nodes, "status": status,
+                **({"placement": "Unpinned", "nodeCount": len(job.nodes)} if unpinned else {}),
+                **_nic_record(job),
                 "metrics": metrics, "samples": _samples(parsed) if entry.parser == "nccl" else [],
                 "reasons": reasons, "runtimeSec": round(cluster.now() - started, 1), "jobName": name,
                 "jobDeleted": deleted,
@@ -234,4 +257,4 @@ def _samples(parsed: dict) -> list[dict]:
     return rows[-8:]
 
 
-__all__ = ["diagnose_result", "run_test"]
+__all__ = ["diagnose_result", "run_test", "objects_for_test"]

@@ -97,6 +97,7 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
             "nodesPerJob": disc.get("nodesPerJob", 0), "enableMNNVL": bool(cat["options"].get("enableMNNVL")),
             "thresholds": thresholds, "metricNames": list(entry.metrics), "results": flat,
             **({"incomplete": incomplete} if incomplete else {}),
+            **({"nic": disc["nic"]} if disc.get("nic") else {}),
             **({"diagnose": verdict} if flat is not None and verdict is not None else {}),
         })
     report = judge(plan["name"], summary, categories)

@@ -39,7 +39,13 @@ def sample_job_manifests(cert: Certification, namespace: str = "nvcre"):
             for gpu in (gpu_architectures()[0], "gb300"):
                 ctx = JobContext("sample-wf", "00000000-0000-0000-0000-000000000000", namespace, platform, gpu,
                                  gang.scheduler_name if gang else None, gang.queue if gang else None,
-                                 gang.queue_label_key if gang else None, cert.spec.priority_class_name)
+                                 gang.queue_label_key if gang else None, cert.spec.priority_class_name,
+                                 # the certification's own target and placement: tolerations and node affinity
+                                 # as its jobs will carry them
+                                 target=cert.spec.target.model_dump(by_alias=True, exclude_defaults=True,
+                                                                    mode="json"),
+                                 placement=cert.spec.orchestration.placement if cert.spec.orchestration
+                                 else "Pinned")
                 nodes = ["node-a"] if cat.entry.scope == "per-node" else ["node-a", "node-b"]
                 for obj in render_objects(cat.entry, cat.index, cat.options, {"id": "g0", "nodes": nodes}, 0, ctx,
                                           backend):
