@@ -68,7 +68,8 @@ def test_ssh_port_is_22_on_both_sides_and_set_on_the_mpirun_command_line():
     assert worker["command"] == ["/usr/sbin/sshd", "-De", "-p", "22"]
     assert worker["readinessProbe"]["tcpSocket"]["port"] == 22
     i = launcher.index("plm_rsh_args")
-    assert launcher[i - 1:i + 2] == ["--mca", "plm_rsh_args", "-p 22 -o ConnectionAttempts=10"]
+    assert launcher[i - 1:i + 2] == ["--mca", "plm_rsh_args", "-p 22 -o ConnectionAttempts=10 "
+                                     "-o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"]
     assert not any(e["name"] == "OMPI_MCA_plm_rsh_args" for e in worker.get("env", []))
 
 

@@ -20,8 +20,11 @@ from nvcre_hera.jobs.base import (JobPlan, env_list, launcher_affinity, metadata
                                   worker_labels)
 
 SSH_PORT = 22  # the images' own sshd_config/ssh_config default (no Port line): both sides agree without a config file
-# mpirun's rsh agent arguments: the port, plus the operator's own ConnectionAttempts that this value replaces
-RSH_ARGS = f"-p {SSH_PORT} -o ConnectionAttempts=10"
+# mpirun's rsh agent arguments: the port, the operator's own ConnectionAttempts that this value replaces, and no
+# host-key prompt: worker pods get new host keys and names every job, and only CoreWeave's image says so in its
+# ssh_config (NVCRE's catalog passes the same -o StrictHostKeyChecking=no: docs/workload-facts.md)
+RSH_ARGS = (f"-p {SSH_PORT} -o ConnectionAttempts=10 -o StrictHostKeyChecking=no "
+            "-o UserKnownHostsFile=/dev/null")
 
 
 def worker_command(plan: JobPlan) -> list[str]:
