@@ -114,7 +114,11 @@ def kustomization_resources(manifests_dir: Path) -> tuple[str | None, list[Path]
 
 
 def manifest_objects(manifests_dir: Path) -> tuple[str | None, list[dict]]:
+    """The base kustomization's objects, then every optional component's (`components/*/kustomization.yaml`, as
+    an overlay listing them all would apply), in the base's namespace: the e2e runs every backend, TrainJob too."""
     ns, files = kustomization_resources(manifests_dir)
+    for component in sorted((manifests_dir / "components").glob("*/kustomization.yaml")):
+        files += kustomization_resources(component.parent)[1]
     objs = []
     for f in files:
         for i, d in enumerate(yaml.safe_load_all(f.read_text())):
