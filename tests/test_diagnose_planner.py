@@ -179,3 +179,21 @@ def test_suspect_report_shape() -> None:
     s = run(oracle, _config("adaptive", 64), rng).final["suspects"][0]
     assert set(s) == {"node", "reason", "deficit", "evidence", "confidence"}
     assert 0.1 < s["deficit"] < 0.3 and 0.9 < s["confidence"] <= 1.0
+
+
+@pytest.mark.parametrize("strategy", ["adaptive", "halving"])
+@pytest.mark.parametrize("full", [None, 100.0])
+def test_a_round_that_comes_back_empty_is_every_test_crashed(strategy: str, full: float | None) -> None:
+    # On Argo a failed round's aggregated outputs are an empty list: the planner must not crash (TypeError) and
+    # must not let any node drop out of the answer; with nothing measured nobody can be singled out.
+    n = 8
+    config = _config(strategy, n, cap=4, threshold=300.0)
+    out = plan(None, [] if full is None else [{"id": "full", "busBandwidthGBps": full, "status": "ok"}], config)
+    for _ in range(20):
+        if out["done"]:
+            break
+        out = plan(out["state"], [], config)
+    assert out["done"]
+    assert out["suspects"] == []
+    left = {x for group in out["unresolved"] for x in group}
+    assert left == set(range(n))

@@ -78,9 +78,11 @@ def _next(ctx: Ctx) -> dict:
         mod.schedule(ctx, rnd)
     tests = rnd.commit()
     if not tests:
-        for w in st["work"]:
+        for w in st["work"]:  # what is left undecided stays on the report, a halving confirmation ("x") too
             if w.get("s"):
                 st["unres"].append(w["s"])
+            elif w.get("k") == "C":
+                st["unres"].append(ns.from_nodes([w["x"]]))
         st["done"] = True
     return _answer(ctx, tests)
 

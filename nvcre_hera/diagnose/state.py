@@ -66,11 +66,11 @@ class Ctx:
             rid = str(r.get("id"))
             v = r.get("busBandwidthGBps")
             self.values[rid] = float(v) if (r.get("status", "ok") == "ok" and v is not None) else None
-        # every answered test becomes a raw observation (a test without a result counts as crashed)
+        # every test asked for last round becomes a raw observation; one without a result counts as crashed, also
+        # when the whole round came back empty (on Argo a failed round's aggregated outputs are an empty list)
         self.oids: dict[str, int] = {}
-        if results:
-            for tid, m in self.meta.items():
-                self.oids[tid] = self.ref.add(self.values.get(tid), m[0], bool(m[1]), len(m) < 3)
+        for tid, m in self.meta.items():
+            self.oids[tid] = self.ref.add(self.values.get(tid), m[0], bool(m[1]), len(m) < 3)
         state["out"] = {}
 
     def learn(self) -> None:
