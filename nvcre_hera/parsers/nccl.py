@@ -152,6 +152,34 @@ def _transport(line: str, found: dict[str, tuple[int, str]]) -> None:
         found["plugin"] = (1, m.group(1))
 
 
+# Lines only nccl-tests or NCCL print (after any launcher prefix): the test's `#` header and footer, NCCL's
+# `host:pid:tid [dev] NCCL INFO|WARN` lines, and the `host: Test NCCL|CUDA failure file.cu:line` lines of common.cu.
+_OWN_LINE = re.compile(
+    r"#\s*(?:nThread \d|Using devices|Rank\s+\d|Avg bus bandwidth|Out of bounds values|nccl-tests version|"
+    r"Collective test starting|size\s+count\s+type)|"
+    r"\S+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN)|"
+    r"(?:\.\. )?\S+(?: pid \d+)?: Test (?:NCCL |CUDA )?failure \S+:\d+"
+)
+
+
+def is_nccl_tests_log(text: str) -> bool:
+    """Whether `text` holds at least one line that nccl-tests or NCCL printed (a result row, a header, a footer,
+    an NCCL INFO/WARN line, a test failure line). A file without one is not an nccl-tests log, whatever words it
+    quotes: a README that mentions `alltoall_perf` and `Test NCCL failure` must not read as a failed alltoall."""
+    for raw in text.splitlines():
+        line = raw
+        m = _PREFIX.match(line)
+        if m:
+            line = line[m.end():]
+        s = line.lstrip()
+        if _OWN_LINE.match(s):
+            return True
+        tokens = s.split()
+        if tokens[:1] and tokens[0].isdigit() and _row(tokens, None, False) is not None:
+            return True
+    return False
+
+
 def parse_nccl(text: str) -> dict[str, Any]:
     """Read an nccl-tests log into a plain dict; never raises on odd input (a fragment is `incomplete`)."""
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -292,4 +320,4 @@ def _summarise(rows: list[dict[str, Any]], errors: list[str], n_errors: int, fat
     }
 
 
-__all__ = ["parse_nccl"]
+__all__ = ["is_nccl_tests_log", "parse_nccl"]
