@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
@@ -142,7 +143,10 @@ def test_first_call_shapes() -> None:
     assert not out["done"] and out["tests"]
     for t in out["tests"]:
         assert set(t) == {"id", "nodes", "network"} and isinstance(t["nodes"][0], int)
-    assert out["stats"] == {"jobs": len(out["tests"]), "rounds": 1, "nodeMinutes": out["stats"]["nodeMinutes"]}
+    # node-minutes: each job's nodes times its estimated wall time, 1 + 0.4·log2(nodes) minutes (reference §4.7)
+    minutes = sum(len(t["nodes"]) * (1.0 + 0.4 * math.log2(max(len(t["nodes"]), 2))) for t in out["tests"])
+    assert out["stats"] == {"jobs": len(out["tests"]), "rounds": 1, "nodeMinutes": round(minutes, 1)}
+    assert out["stats"]["nodeMinutes"] > 0
 
 
 def test_group_meeting_the_threshold_needs_no_diagnose() -> None:
