@@ -19,6 +19,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
+MEMBERS_SHOWN = 6  # names of failed groups' unblamed members on the card (all of them are in the JSON)
+
 def clean(text: Any) -> str:
     """Printable text: tabs to spaces, ANSI colour codes and other control characters dropped."""
     text = "" if text is None else str(text)
@@ -243,6 +245,12 @@ def render_card(report: dict) -> str:
     lines = [f"Categories:    {s.get('categoriesPassed', 0)}/{s.get('categoriesTotal', 0)} passed",
              f"Failed Nodes:  {len(failed) if failed else 'none'}"]
     lines += [f"  {clean(n.get('name'))}: {', '.join(n.get('reasons') or [])}" for n in failed]
+    members = report.get("failedGroupMembers") or []
+    if members:  # in a failed group whose evidence named other nodes: not certified, not blamed
+        names = [clean(m.get("name")) for m in members]
+        shown = ", ".join(names[:MEMBERS_SHOWN]) + (f", … (+{len(names) - MEMBERS_SHOWN})"
+                                                     if len(names) > MEMBERS_SHOWN else "")
+        lines.append(f"Group members: {len(members)} not blamed, in failed groups: {shown}")
     if excluded:
         lines.append(f"Excluded:      {len(excluded)}")
     lines += [f"Incomplete:    {clean(m)}" for m in report.get("incomplete") or []]

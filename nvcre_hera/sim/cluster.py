@@ -292,6 +292,7 @@ class SimCluster:
         busbw = round(self._measured(rng, est.busbw, nodes), 2)
         fabric = platform_settings(self.body.platform).get("fabric", "ib")
         network = None if test == "loopback_nvswitch" else NETWORK_NAMES.get(fabric, "IB")
+        fabric_network = network
         if est.path == "socket":
             network = "Socket"
         ranks = len(nodes) * gpn
@@ -304,7 +305,8 @@ class SimCluster:
             cycles=cycles, busbw=busbw, alpha_us=alpha, path=est.path, network=network, t_output=times[0],
             t_init=times[1], t_measure=model.nccl_measure_s(sweep, busbw, factor, alpha, iters, cycles),
             failure=job.failure, failing_node=culprit, wrong=faults.corruption.get(culprit or "", 0),
-            roce=fabric == "roce")
+            roce=fabric == "roce", fabric_network=fabric_network,
+            socket_hosts=tuple(n for n in nodes if n in faults.socket) if est.path == "socket" else ())
         job.lines, job.end = nccl_lines(run, rng)
         transport = {"nvlink": "P2P", "clique": "MNNVL", "socket": "NET/Socket"}.get(est.path, f"NET/{network}")
         job.values = {"busBandwidthGBps": busbw, "algBandwidthGBps": round(busbw / factor, 2),
