@@ -123,6 +123,8 @@ def _run_reasons(run: dict, thresholds: dict, compiled: dict) -> tuple[bool, lis
                         "message": f"the test reported status {run.get('status')!r} without a reason"})
     if any(r["reason"] not in WORKLOAD_RAN_REASONS for r in reasons):
         return False, reasons
+    if reasons and run.get("thresholdsJudgedElsewhere"):  # a diagnose suspect: its jobs are in "diagnose jobs"
+        return False, reasons
     return True, reasons + _threshold_reasons(thresholds, compiled, run.get("metrics") or {})
 
 

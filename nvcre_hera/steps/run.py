@@ -179,6 +179,9 @@ def diagnose_result(test_id: str, runs: list[dict], thresholds: dict) -> list[di
     out: dict[str, Any] = {"id": test_id, "busBandwidthGBps": None if failed else min(values),
                            "status": "failed" if failed else "ok", "jobs": len(runs),
                            "deleted": sum(1 for r in runs if r["jobDeleted"])}
+    said = sorted({str(x["reason"]) for r in runs if r["status"] != "ok" for x in r.get("reasons") or []})
+    if failed and said:
+        out["reasons"] = said  # names only: the planner keeps the most specific for the suspects it accuses
     leftover = [r["jobName"] for r in runs if not r["jobDeleted"]]
     if leftover:
         out["leftover"] = leftover

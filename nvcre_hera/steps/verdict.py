@@ -48,6 +48,7 @@ def _diagnose_results(verdict: Any, thresholds: dict) -> list[dict] | None:
         message = (f"diagnose: {describe_evidence(s.get('evidence'))} (deficit {s.get('deficit')}, "
                    f"confidence {s.get('confidence')})")
         out.append({"group": f"suspect-{s['node']}", "nodes": [s["node"]], "status": "failed", "metrics": {},
+                    "thresholdsJudgedElsewhere": True,
                     "reasons": [{"node": s["node"], "reason": s.get("reason") or "SuspectNode", "message": message}]})
     return out
 
