@@ -33,6 +33,18 @@ KIND = "CertificationReport"
 REASON_PRECEDENCE = ("HardwareFailureDetected", "DataCorruption", "TransportMismatch", "DiagnosticFailed",
                      "WorkloadFailed", "SuspectNode", "InfrastructureFault", "Unresolved", "ThresholdViolation",
                      "MeasurementNotFound")
+# Each node reason as NVCRE's FailedNode reason (api/v1alpha1/job_types.go, NodeFailureReason: exactly these three),
+# for consumers that match on NVCRE's values; see README "Reasons" for why each maps where it does.
+NVCRE_NODE_REASON = {
+    "HardwareFailureDetected": "HardwareFailureDetected",
+    "ThresholdViolation": "ThresholdViolation",
+    "MeasurementNotFound": "ThresholdViolation",  # NVCRE: ValidationFailed, reason MeasurementNotFound (fail-safe)
+    "TransportMismatch": "ThresholdViolation",    # the workload ran; what it measured does not certify the fabric
+    "WorkloadFailed": "WorkloadFailed",
+    "DataCorruption": "WorkloadFailed",           # nccl-tests exits non-zero on #wrong > 0
+    "DiagnosticFailed": "WorkloadFailed",         # dcgmi diag exits non-zero on a failed test
+    "SuspectNode": "WorkloadFailed",              # a diagnose suspect without a reason (fail closed)
+}
 # Reasons about how a workload ran, not that it failed: its measurement still stands and thresholds judge it.
 WORKLOAD_RAN_REASONS = frozenset({"TransportMismatch"})
 NO_RESULTS_MESSAGE = "no results: the test step did not complete"
@@ -363,6 +375,7 @@ def _failed_nodes(blames: list[tuple[str, list[dict]]]) -> list[dict]:
             if b["message"] and b["message"] not in msgs:
                 msgs.append(b["message"])
     return [{"name": name, "reasons": sorted(n["reasons"]),
+             "nvcreReasons": sorted({NVCRE_NODE_REASON.get(r, "WorkloadFailed") for r in n["reasons"]}),
              "message": "; ".join(f"{label}: {'; '.join(m)}" if m else label for label, m in n["messages"].items())}
             for name, n in sorted(nodes.items())]
 
@@ -429,4 +442,4 @@ def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str
     })
 
 
-__all__ = ["API_VERSION", "KIND", "REASON_PRECEDENCE", "judge", "judge_category"]
+__all__ = ["API_VERSION", "KIND", "NVCRE_NODE_REASON", "REASON_PRECEDENCE", "judge", "judge_category"]

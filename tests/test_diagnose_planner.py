@@ -174,14 +174,16 @@ def test_crashing_node_is_reported_as_workload_failed() -> None:
     oracle = Oracle(n=32, sigma=0.02, dip=0.0, crashes={12})
     trace = run(oracle, _config("adaptive", 32), random.Random(0))
     assert trace.accused == {12}
-    assert trace.final["suspects"][0]["reason"] == "WorkloadFailed"
+    assert (trace.final["suspects"][0]["reason"], trace.final["suspects"][0]["detail"]) == ("WorkloadFailed", None)
 
 
 def test_suspect_report_shape() -> None:
     rng = random.Random(2)
     oracle = random_oracle(64, 1, 0.8, 0.02, rng)
     s = run(oracle, _config("adaptive", 64), rng).final["suspects"][0]
-    assert set(s) == {"node", "reason", "deficit", "evidence", "confidence"}
+    assert set(s) == {"node", "reason", "detail", "deficit", "evidence", "confidence"}
+    # NVCRE's vocabulary (NVSentinel's error code is `<variant>/<reason>`); how diagnose isolated it is the detail
+    assert (s["reason"], s["detail"]) == ("ThresholdViolation", "BandwidthDeficit")
     assert 0.1 < s["deficit"] < 0.3 and 0.9 < s["confidence"] <= 1.0
 
 

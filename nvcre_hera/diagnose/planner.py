@@ -137,9 +137,12 @@ def suspects(state: dict) -> list[dict]:
         # a crash keeps what its tests said (DataCorruption, TransportMismatch, …), most specific first
         said = {why[t] for t, _r in a.get("ev", []) if t in why}
         crash_reason = next((r for r in SPECIFIC_REASONS if r in said), "WorkloadFailed")
+        # NVCRE's vocabulary (consumers such as NVSentinel match `<variant>/<reason>`): a node isolated for its
+        # bandwidth is ThresholdViolation; how it was isolated is the detail
         out.append({
             "node": a["node"],
-            "reason": crash_reason if crashed else "Intermittent" if flapping else "BandwidthDeficit",
+            "reason": crash_reason if crashed else "ThresholdViolation",
+            "detail": None if crashed else "Intermittent" if flapping else "BandwidthDeficit",
             "deficit": None if fp is None else round(max(0.0, 1.0 - fp), 3),
             "evidence": [{"test": t, "ratio": r} for t, r in a.get("ev", [])],
             "confidence": intermittent.confidence_of(a) if flapping else confidence(a.get("L", 0.0)),

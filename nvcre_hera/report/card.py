@@ -158,7 +158,9 @@ def _diagnose_lines(d: dict) -> list[str]:
     if d.get("repeatsPerTest"):
         lines.append(f"  each test ran {d['repeatsPerTest']} time(s) (repeatCount); the worst run counts")
     for s in d.get("suspects") or []:
-        lines.append(f"  suspect {clean(s.get('node'))}: {clean(s.get('reason'))}, deficit {number(s.get('deficit'))}, "
+        detail = f" ({clean(s['detail'])})" if s.get("detail") else ""
+        lines.append(f"  suspect {clean(s.get('node'))}: {clean(s.get('reason'))}{detail}, "
+                     f"deficit {number(s.get('deficit'))}, "
                      f"confidence {number(s.get('confidence'))}")
         if s.get("evidence"):
             lines.append(f"    {clean(describe_evidence(s.get('evidence')))}")
