@@ -126,3 +126,46 @@ def test_certify_socket_fallback_names_gpu_node_04_and_keeps_the_threshold() -> 
     (threshold,) = report["categories"][0]["thresholds"]
     assert threshold["passed"] is False and threshold["measuredValue"] < 10
     assert len(report["failedGroupMembers"]) == 15
+
+
+TORCHRUN_FAILURE = """[rank5]: RuntimeError: CUDA error: an illegal memory access was encountered
+torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+============================================================
+pretrain_gpt.py FAILED
+------------------------------------------------------------
+Failures:
+[1]:
+  time      : 2025-01-01_00:00:01
+  host      : gpu-node-01
+  rank      : 1 (local_rank: 1)
+  exitcode  : -15 (pid: 77)
+------------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2025-01-01_00:00:00
+  host      : gpu-node-06
+  rank      : 40 (local_rank: 0)
+  exitcode  : 1 (pid: 412)
+  error_file: <N/A>
+============================================================
+"""
+
+
+def test_torchrun_root_cause_names_its_host_not_the_other_failures() -> None:
+    from nvcre_hera.parsers import parse_training
+
+    hosts = parse_training(TORCHRUN_FAILURE)["failedHosts"]
+    assert [h["host"] for h in hosts] == ["gpu-node-06"]
+    group = [{"node": None, "reason": "WorkloadFailed", "message": "launcher failed with exit code 1"}]
+    (named,) = attribute_to_nodes(group, parse_training(TORCHRUN_FAILURE), NODES, "training")
+    assert named["node"] == "gpu-node-06" and "host      : gpu-node-06".split()[-1] in named["message"]
+
+
+def test_certify_training_crash_names_the_root_cause_host() -> None:
+    report = run_local(str(ROOT / "examples" / "certification.yaml"),
+                       str(ROOT / "examples" / "clusters" / "crash.yaml")).report
+    assert report is not None and report["result"] == "FAILED"
+    (node,) = report["failedNodes"]
+    assert node["name"] == "gpu-node-03"
+    assert "training/nemotron5-8b: training: torchrun root cause: host : gpu-node-03" in node["message"]
+    assert [m["name"] for m in report["failedGroupMembers"]] == [n for n in NODES if n != "gpu-node-03"]

@@ -74,8 +74,9 @@ def nccl_reasons(result: dict[str, Any], expected_fabric: str | None = None,
 
 
 def attribute_to_nodes(reasons: list[dict[str, Any]], result: dict[str, Any],
-                       nodes: list[str]) -> list[dict[str, Any]]:
-    """Name the node when the log names its host: a `host: Test CUDA|NCCL failure …` line makes that host's
+                       nodes: list[str], what: str = "nccl-tests") -> list[dict[str, Any]]:
+    """Name the node when the log names its host: a `host: Test CUDA|NCCL failure …` line (or torchrun's root cause
+    `host : …`, in `failedHosts` of a training parse) makes that host's
     WorkloadFailed its own, and a host whose own NCCL INFO lines fell back to NET/Socket while others of the group
     used the fabric makes the TransportMismatch its own; the message carries the evidence line. A host is matched
     to a node by its name (or the node name's first label): pod host names that are no node's stay group blame."""
@@ -84,7 +85,7 @@ def attribute_to_nodes(reasons: list[dict[str, Any]], result: dict[str, Any],
         by_host.setdefault(node, node)
         by_host.setdefault(node.split(".")[0], node)
     out: list[dict[str, Any]] = []
-    test = result.get("test") or "nccl-tests"
+    test = result.get("test") or what
     for r in reasons:
         named: list[dict[str, Any]] = []
         if r.get("node") is None and r["reason"] == "WorkloadFailed":

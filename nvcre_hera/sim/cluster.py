@@ -263,7 +263,8 @@ class SimCluster:
             job.failure = dcgm_failure
             job.values = {"dcgmPassed": not found and dcgm_failure is None, "failures": found}
         else:
-            self._plan_training(job, rng, nodes, gpn, arch, faults, failure, (sched + launch, 45.0 + 0.5 * len(nodes)))
+            self._plan_training(job, rng, nodes, gpn, arch, faults, failure, (sched + launch, 45.0 + 0.5 * len(nodes)),
+                                culprit)
         job.exit_code = None if math.isinf(job.end) else (0 if job.failure in (None, "nan-loss") else 1)
         return job
 
@@ -314,7 +315,8 @@ class SimCluster:
                       "transport": transport, "sizeBytes": sweep[-1]}
 
     def _plan_training(self, job: SimJob, rng: random.Random, nodes: list[str], gpn: int, arch: str,
-                       faults: ActiveFaults, failure: str | None, times: tuple[float, float]) -> None:
+                       faults: ActiveFaults, failure: str | None, times: tuple[float, float],
+                       culprit: str | None = None) -> None:
         net = healthy = None
         if len(nodes) > 1:  # the network's share only: GPU and NVLink faults enter training_rate directly
             network = ActiveFaults(caps={n: NodeCaps(nic=c.nic) for n, c in faults.caps.items()}, links=faults.links,
@@ -329,7 +331,8 @@ class SimCluster:
                    "nan-loss": max(1, steps // 2)}.get(failure or "", 0)
         run = TrainingRun(hosts=nodes, gpus_per_node=gpn, max_steps=steps, step_s=model.training_step_s(params, tflops),
                           tflops=tflops, params=params, t_output=times[0], t_startup=times[1], epoch=job.start,
-                          failure=failure, fail_at=fail_at, sigma=max(self.body.noise.sigma, 0.005))
+                          failure=failure, fail_at=fail_at, sigma=max(self.body.noise.sigma, 0.005),
+                          failing_node=culprit)
         job.lines, job.end = training_lines(run, rng)
         job.values = {"avgTFLOPsPerGPU": round(tflops, 1), "avgStepTimeSec": round(run.step_s, 3), "steps": steps}
 

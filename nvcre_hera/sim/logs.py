@@ -300,6 +300,7 @@ class TrainingRun:
     fail_at: int = 0  # iteration at which the failure shows
     sigma: float = 0.01
     global_batch: int = field(default=0)
+    failing_node: str | None = None  # the host torchrun's ChildFailedError names as the root cause
 
 
 def training_lines(run: TrainingRun, rng: random.Random) -> tuple[list[TimedLine], float]:
@@ -356,7 +357,19 @@ def _torch_failure(run: TrainingRun) -> list[str]:
             "E0101 00:00:00.000000 1 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) "
             "local_rank: 0 (pid: 412) of binary: /usr/bin/python",
             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
-            "/opt/megatron-lm/pretrain_gpt.py FAILED"]
+            *_child_failed_summary(run)]
+
+
+def _child_failed_summary(run: TrainingRun) -> list[str]:
+    """torchrun's failure summary (as real logs print it): the root cause names its host and rank."""
+    host = run.failing_node or run.hosts[0]
+    rank = run.hosts.index(host) * run.gpus_per_node if host in run.hosts else 0
+    rule = "=" * 60
+    return [rule, "/opt/megatron-lm/pretrain_gpt.py FAILED", "-" * 60, "Failures:", "  <NO_OTHER_FAILURES>", "-" * 60,
+            "Root Cause (first observed failure):", "[0]:", "  time      : 2025-01-01_00:00:00",
+            f"  host      : {host}", f"  rank      : {rank} (local_rank: 0)", "  exitcode  : 1 (pid: 412)",
+            "  error_file: <N/A>",
+            "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html", rule]
 
 
 __all__ = [

@@ -146,6 +146,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
         reasons = _outcome_reasons(outcome, job.timeout_s,
                                    _log_reasons(entry, parsed, ctx.platform, options, job.nodes))
+        if entry.parser == "training":  # torchrun names the root cause's host: the launcher failure is its own
+            reasons = reason_rules.attribute_to_nodes(reasons, parsed, job.nodes, "training")
         deleted = cluster.delete_job(name)
         for dep in reversed(dependencies):
             deleted = cluster.delete_job(dep) and deleted
