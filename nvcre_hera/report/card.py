@@ -128,6 +128,9 @@ def _failed_group_lines(groups: list[dict]) -> list[str]:
         lines.append(f"  {name}  {count} node{'s' if count != 1 else ''}  {g.get('reason')}")
         if g.get("nodes"):
             lines.append("    nodes: " + ", ".join(clean(n) for n in g["nodes"]))
+        blamed = g.get("blamedNodes")
+        if blamed is not None and g.get("nodes") and blamed != g["nodes"]:  # the evidence named some of them
+            lines.append("    blamed: " + (", ".join(clean(n) for n in blamed) or "none (no node is blamed)"))
         if g.get("message"):
             lines.append("    " + g["message"])
         log = [ln for ln in clean(g.get("failureLog")).splitlines()][-LOG_LINES:]
