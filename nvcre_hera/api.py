@@ -118,6 +118,8 @@ class ResourceRequirements(_Model):
                 raw = getattr(block, res) if block else None
                 if raw is None:
                     continue
+                if len(str(raw)) > 32:  # NVCRE MaxLength (keeps its CEL comparison within the cost budget)
+                    raise ValueError(f"{side}.{res}: {raw!r} is longer than 32 characters")
                 try:
                     qty = parse_quantity(raw)
                 except ValueError:
@@ -153,22 +155,32 @@ class WorkloadMetadata(_Model):
         return value
 
 
+# NVCRE's sourceRepo pattern (certification_types.go): an authenticated remote scheme, no shell metacharacters.
+_REPO_URL = re.compile(r"^(https|ssh)://[A-Za-z0-9._~:/@%+-]+$")
+
+
 class SourceRepo(_Model):
-    """Where training categories clone Megatron-LM from (an https URL and a ref)."""
+    """Where training categories clone Megatron-LM from: a URL and a ref. NVCRE writes `sourceRepo` as the URL
+    string alone; that form loads too (see CategoryOptions._repo_string)."""
 
     url: str
     ref: str | None = None
 
     @field_validator("url")
     @classmethod
-    def _https(cls, value: str) -> str:
-        if not re.fullmatch(r"^https://[A-Za-z0-9.-]+(:[0-9]+)?/[A-Za-z0-9._~/-]*$", value):
-            raise ValueError(f"{value!r} is not an https repository URL")
+    def _remote(cls, value: str) -> str:
+        if len(value) > 2048 or not _REPO_URL.fullmatch(value):
+            raise ValueError(f"{value!r} is not an https:// or ssh:// repository URL (at most 2048 characters, "
+                             "no spaces or shell characters)")
         return value
 
 
-# Extended resources must be domain-qualified; the Kubernetes-owned domains are reserved for native resources.
-_EXTENDED_RESOURCE = re.compile(rf"^{_DNS_SUBDOMAIN}/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+# Extended resources must be domain-qualified (NVCRE's nicResourceName: a DNS-subdomain domain, '/', a name of at
+# most 63 characters, 253 in all); the Kubernetes-owned domains are reserved for native resources.
+_EXTENDED_RESOURCE = re.compile(rf"^{_DNS_SUBDOMAIN}/{_NAME}$")
+# NVCRE's CRD patterns for quantities and Go durations (certification_types.go, see docs/nvcre-field-rules.md)
+_STORAGE_SIZE = re.compile(r"^([0-9]+(\.[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei)?$")
+_GO_DURATION = re.compile(r"^([0-9]+(h|m|s|ms))+$")
 
 
 class CategoryOptions(_Model):
@@ -232,6 +244,12 @@ class CategoryOptions(_Model):
                 raise ValueError(f"{value!r} is not HOST or HOST:PORT (e.g. nvidia-dcgm.gpu-operator.svc:5555)")
         return value
 
+    @field_validator("source_repo", mode="before")
+    @classmethod
+    def _repo_string(cls, value: object) -> object:
+        """NVCRE's `sourceRepo: https://…` (a string) is our `{url: …}` with the entry's default ref."""
+        return {"url": value} if isinstance(value, str) else value
+
     @field_validator("max_bytes")
     @classmethod
     def _byte_size(cls, value: str | None) -> str | None:
@@ -243,14 +261,26 @@ class CategoryOptions(_Model):
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
         if value is not None:
+            if not _GO_DURATION.fullmatch(value):  # NVCRE: whole units only (no 1.5h, no 1d)
+                raise ValueError(f"{value!r} is not a Go duration NVCRE accepts (whole h, m, s or ms: 1h, 15m, "
+                                 "1h30m, 500ms)")
             parse_duration(value)
+        return value
+
+    @field_validator("storage_size")
+    @classmethod
+    def _storage_size(cls, value: str | None) -> str | None:
+        if value is not None and not _STORAGE_SIZE.fullmatch(value):
+            raise ValueError(f"{value!r} is not a storage size (digits with an optional Ki, Mi, Gi, Ti, Pi or Ei, "
+                             "e.g. 10Ti)")
         return value
 
     @field_validator("image")
     @classmethod
     def _image_ref(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"^[a-z0-9][a-z0-9._:/@+-]*$", value, re.IGNORECASE):
-            raise ValueError(f"{value!r} is not an image reference")
+        if value is not None and (len(value) > 512
+                                  or not re.fullmatch(r"^[a-z0-9][a-z0-9._:/@+-]*$", value, re.IGNORECASE)):
+            raise ValueError(f"{value!r} is not an image reference (at most 512 characters)")
         return value
 
     @field_validator("nic_resource_name")
@@ -258,13 +288,12 @@ class CategoryOptions(_Model):
     def _extended_resource(cls, value: str | None) -> str | None:
         if value is None:
             return value
-        if not _EXTENDED_RESOURCE.fullmatch(value):
-            raise ValueError(f"{value!r} is not an extended resource name (domain/name, e.g. rdma/ib or "
-                             "nvidia.com/mlnxnics)")
-        domain = value.split("/", 1)[0]
-        for reserved in ("kubernetes.io", "k8s.io"):
-            if domain == reserved or domain.endswith("." + reserved):
-                raise ValueError(f"{value!r}: the {reserved} domain is reserved for native resources")
+        if len(value) > 253 or not _EXTENDED_RESOURCE.fullmatch(value):
+            raise ValueError(f"{value!r} is not an extended resource name (domain/name, a name of at most 63 "
+                             "characters, 253 in all, e.g. rdma/ib or nvidia.com/mlnxnics)")
+        # NVCRE's CEL rule, as written: contains('kubernetes.io/'), startsWith('k8s.io/'), contains('.k8s.io/')
+        if "kubernetes.io/" in value or value.startswith("k8s.io/") or ".k8s.io/" in value:
+            raise ValueError(f"{value!r}: the kubernetes.io and k8s.io domains are reserved for native resources")
         return value
 
     @field_validator("thresholds")
@@ -282,10 +311,17 @@ class Category(_Model):
     options: CategoryOptions = Field(default_factory=CategoryOptions)
 
 
+DEFAULT_QUEUE = "default-queue"
+DEFAULT_QUEUE_LABEL_KEY = "kai.scheduler/queue"
+
+
 class GangScheduler(_Model):
+    """NVCRE's GangSchedulerSpec. `queue` and `queueLabelKey` accept the empty string (their CRD patterns start with
+    `^$|`), which NVCRE resolves in code to its default; so do we, at load time (docs/nvcre-field-rules.md)."""
+
     scheduler_name: str = Field(alias="schedulerName", min_length=1)
-    queue: str = "default-queue"
-    queue_label_key: str = Field("kai.scheduler/queue", alias="queueLabelKey")
+    queue: str = DEFAULT_QUEUE
+    queue_label_key: str = Field(DEFAULT_QUEUE_LABEL_KEY, alias="queueLabelKey")
 
     @field_validator("scheduler_name")
     @classmethod
@@ -295,12 +331,16 @@ class GangScheduler(_Model):
     @field_validator("queue_label_key")
     @classmethod
     def _key(cls, value: str) -> str:
+        if value == "":
+            return DEFAULT_QUEUE_LABEL_KEY
+        if len(value) > 317:  # NVCRE MaxLength: a 253-character prefix, '/', a 63-character name
+            raise ValueError(f"{value!r} is longer than 317 characters")
         return check_label_key(value)
 
     @field_validator("queue")
     @classmethod
     def _queue(cls, value: str) -> str:
-        return check_label_value(value)
+        return check_label_value(value) or DEFAULT_QUEUE
 
 
 class Orchestration(_Model):
@@ -357,6 +397,8 @@ __all__ = [
     "CategoryOptions",
     "Certification",
     "CertificationSpec",
+    "DEFAULT_QUEUE",
+    "DEFAULT_QUEUE_LABEL_KEY",
     "GangScheduler",
     "OPTION_FIELDS",
     "TargetSpec",

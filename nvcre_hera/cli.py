@@ -21,8 +21,12 @@ EXIT_BAD_INPUT = 2
 def _compile_options(args: argparse.Namespace):
     from nvcre_hera.compile.plan import CompileOptions
 
+    kind = getattr(args, "as_kind", "workflow")
+    if getattr(args, "schedule", None) is not None and kind != "cron":
+        raise InputError(f"only a CronWorkflow has a schedule: add --as cron (or drop --schedule; --as is {kind})",
+                         "--schedule")
     try:
-        return CompileOptions(kind=getattr(args, "as_kind", "workflow"), schedule=getattr(args, "schedule", None)
+        return CompileOptions(kind=kind, schedule=getattr(args, "schedule", None)
                               or "0 3 * * *", namespace=args.namespace, service_account=args.service_account,
                               step_image=args.step_image or "")
     except ValueError as exc:
@@ -124,7 +128,9 @@ def cmd_parse(args: argparse.Namespace) -> int:
     from nvcre_hera.parsers.cli import parse_file
 
     text, code = parse_file(args.kind, args.file, args.json)
-    (sys.stdout if code == 0 else sys.stderr).write(text.rstrip("\n") + "\n")
+    if code == EXIT_BAD_INPUT:
+        raise InputError(text)
+    sys.stdout.write(text.rstrip("\n") + "\n")
     return code
 
 

@@ -3,7 +3,8 @@
 Pure: plain dicts in (the discover summary, each category's run-step metrics, see docs/internals.md), one plain
 dict out (`kind: CertificationReport`, see DESIGN.md "Contracts"). Blame follows NVCRE (reference §1.4): a group
 reason (node null, ThresholdViolation, MeasurementNotFound) names every node of the group; a node reason
-(HardwareFailureDetected, …) names only that node.
+(HardwareFailureDetected, or a failure the log attributes to one host) names only that node, and then the run's
+group reasons go to that node too: the group's other nodes are listed apart, in `failedGroupMembers`.
 
 Decisions, so a reader need not reverse-engineer them:
 - Thresholds are judged only on runs whose workload succeeded (NVCRE: ThresholdViolation is "a CEL threshold failed
@@ -32,6 +33,20 @@ KIND = "CertificationReport"
 REASON_PRECEDENCE = ("HardwareFailureDetected", "DataCorruption", "TransportMismatch", "DiagnosticFailed",
                      "WorkloadFailed", "SuspectNode", "InfrastructureFault", "Unresolved", "ThresholdViolation",
                      "MeasurementNotFound")
+# Each node reason as NVCRE's FailedNode reason (api/v1alpha1/job_types.go, NodeFailureReason: exactly these three),
+# for consumers that match on NVCRE's values; see README "Reasons" for why each maps where it does.
+NVCRE_NODE_REASON = {
+    "HardwareFailureDetected": "HardwareFailureDetected",
+    "ThresholdViolation": "ThresholdViolation",
+    "MeasurementNotFound": "ThresholdViolation",  # NVCRE: ValidationFailed, reason MeasurementNotFound (fail-safe)
+    "TransportMismatch": "ThresholdViolation",    # the workload ran; what it measured does not certify the fabric
+    "WorkloadFailed": "WorkloadFailed",
+    "DataCorruption": "WorkloadFailed",           # nccl-tests exits non-zero on #wrong > 0
+    "DiagnosticFailed": "WorkloadFailed",         # dcgmi diag exits non-zero on a failed test
+    "SuspectNode": "WorkloadFailed",              # a diagnose suspect without a reason (fail closed)
+}
+# Reasons about how a workload ran, not that it failed: its measurement still stands and thresholds judge it.
+WORKLOAD_RAN_REASONS = frozenset({"TransportMismatch"})
 NO_RESULTS_MESSAGE = "no results: the test step did not complete"
 EMPTY_RESULTS_MESSAGE = "no results: no test ran for this category"
 LOG_TAIL_LINES = 20
@@ -110,24 +125,42 @@ def _threshold_reasons(thresholds: dict[str, Any], compiled: dict[str, Any], met
 
 
 def _run_reasons(run: dict, thresholds: dict, compiled: dict) -> tuple[bool, list[dict]]:
-    """(workload ok, reasons) for one run: its own reasons, else the thresholds' verdict."""
+    """(workload ok, reasons) for one run: its own reasons, and the thresholds' verdict when the workload ran to
+    its end (no reason, or only reasons about how it ran, such as a NET/Socket fallback: a group that misses its
+    threshold keeps ThresholdViolation beside them)."""
     reasons = [{"node": r.get("node"), "reason": str(r.get("reason") or "WorkloadFailed"),
                 "message": str(r.get("message") or "")} for r in (run.get("reasons") or [])]
     if str(run.get("status", "ok")) != "ok" and not reasons:
         reasons.append({"node": None, "reason": "WorkloadFailed",
                         "message": f"the test reported status {run.get('status')!r} without a reason"})
-    if reasons:
+    if any(r["reason"] not in WORKLOAD_RAN_REASONS for r in reasons):
         return False, reasons
-    return True, _threshold_reasons(thresholds, compiled, run.get("metrics") or {})
+    if reasons and run.get("thresholdsJudgedElsewhere"):  # a diagnose suspect: its jobs are in "diagnose jobs"
+        return False, reasons
+    return True, reasons + _threshold_reasons(thresholds, compiled, run.get("metrics") or {})
 
 
-def _judge_group(name: str, runs: list[dict], thresholds: dict, compiled: dict) -> tuple[dict, list[dict]]:
-    """The group entry for the report, and the runs whose workload succeeded (for category metrics)."""
+def _run_blame(run_reasons: list[dict], nodes: list[str]) -> list[dict]:
+    """Who one run blames: a reason that names a node blames that node; a group reason (node null) blames every
+    node of the group (NVCRE), unless the run's evidence named nodes: then those nodes carry it too, and the rest
+    are members of the failed group, not blamed."""
+    named = list(dict.fromkeys(r["node"] for r in run_reasons if r["node"]))
+    out = []
+    for r in run_reasons:
+        for node in [r["node"]] if r["node"] else named or nodes:
+            out.append({"name": node, "reason": r["reason"], "message": r["message"]})
+    return out
+
+
+def _judge_group(name: str, runs: list[dict], thresholds: dict,
+                 compiled: dict) -> tuple[dict, list[dict], list[dict]]:
+    """The group entry for the report, the runs whose workload succeeded (for category metrics), and its blame."""
     runs = sorted(runs, key=lambda r: int(r.get("repeat") or 0))
     nodes: list[str] = []
     for run in runs:
         nodes.extend(n for n in run.get("nodes") or [] if n not in nodes)
     reasons: list[dict] = []
+    blame: list[dict] = []
     ok_runs: list[dict] = []
     failed_logs: list[str] = []
     for run in runs:
@@ -140,6 +173,7 @@ def _judge_group(name: str, runs: list[dict], thresholds: dict, compiled: dict) 
         if run_reasons and run.get("logTail"):
             failed_logs.append(str(run["logTail"]))
         reasons.extend(run_reasons)
+        blame.extend(_run_blame(run_reasons, [n for n in run.get("nodes") or []] or nodes))
     metric_names = sorted({k for run in runs for k in (run.get("metrics") or {})})
     metrics = {m: _worst(m, (_number((run.get("metrics") or {}).get(m)) for run in runs)) for m in metric_names}
     warnings = list(dict.fromkeys(str(w) for run in runs for w in run.get("warnings") or []))[:WARNINGS_KEPT]
@@ -151,15 +185,18 @@ def _judge_group(name: str, runs: list[dict], thresholds: dict, compiled: dict) 
              "metrics": {k: v for k, v in metrics.items() if v is not None}, "reasons": reasons,
              "repeats": len(runs), "runtimeSec": round(sum(float(r.get("runtimeSec") or 0) for r in runs), 3),
              "failureLog": _log_tail(failed_logs[0]) if failed_logs else ""}
-    return group, ok_runs
+    return group, ok_runs, blame
 
 
-def _failed_group(group: dict) -> dict:
+def _failed_group(group: dict, blame: list[dict]) -> dict:
+    """A failed group in NVCRE's shape, plus `blamedNodes`: the nodes its evidence blames (all of them unless the
+    log named some); the others are members of the failed group (the report's `failedGroupMembers`)."""
     reason = min((r["reason"] for r in group["reasons"]), key=_precedence)
     messages = list(dict.fromkeys(r["message"] for r in group["reasons"] if r["message"]))
     return {"name": group["name"], "nodeCount": group.get("nodeCount", len(group["nodes"])), "nodes": group["nodes"],
             **({"unpinned": True} if group.get("unpinned") else {}), "reason": reason,
-            "message": "; ".join(messages), "failureLog": group["failureLog"]}
+            "message": "; ".join(messages), "failureLog": group["failureLog"],
+            "blamedNodes": list(dict.fromkeys(b["name"] for b in blame))}
 
 
 def _threshold_evaluations(thresholds: dict, compiled: dict, ok_runs: list[dict]) -> list[dict]:
@@ -263,7 +300,7 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         message = NO_RESULTS_MESSAGE if results is None else EMPTY_RESULTS_MESSAGE
         entry.update(status="Failed", failureReason="WorkloadFailed",
                      failedGroups=[{"name": None, "nodeCount": 0, "nodes": [], "reason": "WorkloadFailed",
-                                    "message": message, "failureLog": ""}],
+                                    "message": message, "failureLog": "", "blamedNodes": []}],
                      thresholds=[{"metric": m, "expression": e, "measuredValue": None, "passed": False,
                                   "reason": "EvaluationError" if isinstance(compiled[m], str) else "NoMeasurement"}
                                  for m, e in thresholds.items()])
@@ -271,12 +308,14 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
     by_group: dict[str, list[dict]] = {}
     for run in results:
         by_group.setdefault(str(run.get("group", "")), []).append(run)
-    groups, ok_runs = [], []
+    groups, ok_runs, blame, failed = [], [], [], []
     for name in sorted(by_group, key=_natural_key):
-        group, ok = _judge_group(name, by_group[name], thresholds, compiled)
+        group, ok, group_blame = _judge_group(name, by_group[name], thresholds, compiled)
         groups.append(group)
         ok_runs.extend(ok)
-    failed = [_failed_group(g) for g in groups if g["status"] == "Failed"]
+        blame.extend(group_blame)
+        if group["status"] == "Failed":
+            failed.append(_failed_group(group, group_blame))
     known_runtime = _number(category.get("runtimeSec"))
     entry.update(
         status="Failed" if failed else "Passed",
@@ -286,11 +325,6 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         runsMeasured=len(ok_runs), thresholds=_threshold_evaluations(thresholds, compiled, ok_runs),
         metrics=_metric_stats(list(category.get("metricNames") or []), ok_runs),
         bandwidth=_bandwidth(ok_runs), groups=groups, failedGroups=failed)
-    blame = []
-    for group in groups:
-        for r in group["reasons"]:
-            for node in ([r["node"]] if r["node"] else group["nodes"]):
-                blame.append({"name": node, "reason": r["reason"], "message": r["message"]})
     if category.get("diagnose") is not None:
         _add_diagnose(entry, category["diagnose"])
     if incomplete and entry["status"] == "Passed":
@@ -322,12 +356,12 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
         entry["failedGroups"].append({"name": " <-> ".join(",".join(side) for side in sides),
                                       "nodeCount": len(nodes), "nodes": nodes, "reason": "InfrastructureFault",
                                       "message": str(fault.get("evidence") or "infrastructure fault"),
-                                      "failureLog": ""})
+                                      "failureLog": "", "blamedNodes": []})
     for group in unresolved:
         entry["failedGroups"].append({
             "name": f"unresolved ({group['nodeCount']} nodes)", "nodeCount": group["nodeCount"],
             "nodes": group["nodes"],
-            "reason": "Unresolved", "failureLog": "",
+            "reason": "Unresolved", "failureLog": "", "blamedNodes": [],
             "message": "diagnose could not narrow this group down: its tests failed but no single node or link "
                        "explains it (a deficit shared by all of them, e.g. the fabric or the threshold)"})
     reasons = (["InfrastructureFault"] if faults else []) + (["Unresolved"] if unresolved else [])
@@ -347,8 +381,24 @@ def _failed_nodes(blames: list[tuple[str, list[dict]]]) -> list[dict]:
             if b["message"] and b["message"] not in msgs:
                 msgs.append(b["message"])
     return [{"name": name, "reasons": sorted(n["reasons"]),
+             "nvcreReasons": sorted({NVCRE_NODE_REASON.get(r, "WorkloadFailed") for r in n["reasons"]}),
              "message": "; ".join(f"{label}: {'; '.join(m)}" if m else label for label, m in n["messages"].items())}
             for name, n in sorted(nodes.items())]
+
+
+def _failed_group_members(entries: list[dict], blamed: set[str]) -> list[dict]:
+    """Nodes of a failed group that no evidence blames: not certified (the result is not PASSED), not accused
+    either. Each says which groups it was in and whom their evidence named."""
+    members: dict[str, list[str]] = {}
+    for e in entries:
+        for g in e.get("failedGroups") or []:
+            named = g.get("blamedNodes") or []
+            for node in g.get("nodes") or []:
+                if node not in blamed and node not in named:
+                    who = f"blamed: {', '.join(named)}" if named else "no node blamed"
+                    members.setdefault(node, []).append(f"{e['domain']}/{e['variant']} group {g['name']} "
+                                                        f"({g['reason']}; {who})")
+    return [{"name": n, "message": "; ".join(msgs)} for n, msgs in sorted(members.items())]
 
 
 def _cleanup(categories: list[dict]) -> dict:
@@ -385,16 +435,17 @@ def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str
     else:
         result = "PASSED"
     failed_nodes = _failed_nodes(blames)
+    members = _failed_group_members(entries, {n["name"] for n in failed_nodes})
     return _finite({
         "apiVersion": API_VERSION, "kind": KIND, "name": name, "generatedAt": generated_at, "result": result,
         "platform": summary.get("platform"), "gpu": summary.get("gpu"), "gpuProduct": summary.get("gpuProduct"),
         "totalNodes": summary.get("totalNodes"), "testedNodes": summary.get("selectedNodes"),
         "excludedNodes": excluded, **({"incomplete": incomplete} if incomplete else {}),
-        "categories": entries, "failedNodes": failed_nodes,
+        "categories": entries, "failedNodes": failed_nodes, "failedGroupMembers": members,
         "cleanup": _cleanup(categories),
         "summary": {"categoriesPassed": passed, "categoriesTotal": len(entries), "failedNodeCount": len(failed_nodes),
                     "excludedNodeCount": len(excluded)},
     })
 
 
-__all__ = ["API_VERSION", "KIND", "REASON_PRECEDENCE", "judge", "judge_category"]
+__all__ = ["API_VERSION", "KIND", "NVCRE_NODE_REASON", "REASON_PRECEDENCE", "judge", "judge_category"]

@@ -106,6 +106,14 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
 
     if cluster is not None and not Path(cluster).is_file():
         raise InputError("no such file", cluster)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():  # checked before the run, not after it: the report needs a folder
+        raise InputError("exists and is not a folder (--out names the folder for report.json, report.txt and "
+                         "workflow.yaml)", f"--out {out_dir}")
+    try:  # before the run: a folder that cannot be made should not cost a certification
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create the folder: {exc.strerror or exc}", f"--out {out_dir}") from None
     if engine == "argo":
         from nvcre_hera.argo_run import run_argo
 
@@ -117,8 +125,6 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
                          on_node=None if quiet else node_progress)
     else:
         local = run_local(cert_path, cluster, step_image=step_image, on_event=None if quiet else progress)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     (out / "workflow.yaml").write_text(yaml.dump(local.workflow, Dumper=dumper, sort_keys=False, width=120))
     if local.report is None:

@@ -6,13 +6,16 @@ Every problem becomes one `InputError` line naming the file and the field path
 
 from __future__ import annotations
 
+import difflib
 import functools
+import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from nvcre_hera.api import OPTION_FIELDS, Category, CategoryOptions, Certification
 from nvcre_hera.catalog import CatalogEntry, get_entry, load_catalog
@@ -87,12 +90,50 @@ def _format_error(err: dict[str, Any]) -> str:
     return msg
 
 
-def from_validation_error(exc: ValidationError, source: str) -> InputError:
+def _model_classes(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation can hold (through Optional, unions, lists and dict values)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    out: list[type[BaseModel]] = []
+    for arg in typing.get_args(annotation):
+        out.extend(_model_classes(arg))
+    return out
+
+
+def _field_names_at(model: type[BaseModel], loc: Sequence[Any]) -> list[str]:
+    """The YAML (alias) names of the fields allowed at `loc` under `model`; [] when the path cannot be followed."""
+    models = [model]
+    for part in loc:
+        if isinstance(part, int) or part in _BRANCH_TAGS or str(part).startswith(_BRANCH_PREFIXES):
+            continue
+        nxt: list[type[BaseModel]] = []
+        for m in models:
+            for name, field in m.model_fields.items():
+                if part in (name, field.alias):
+                    nxt.extend(_model_classes(field.annotation))
+        if not nxt:
+            return []
+        models = nxt
+    return sorted({field.alias or name for m in models for name, field in m.model_fields.items()})
+
+
+def unknown_field_hint(model: type[BaseModel], loc: Sequence[Any]) -> str:
+    """` (did you mean 'maxBytes'?)` for a misspelled field, from the fields allowed beside it; else ''."""
+    if not loc or not isinstance(loc[-1], str):
+        return ""
+    close = difflib.get_close_matches(loc[-1], _field_names_at(model, loc[:-1]), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def from_validation_error(exc: ValidationError, source: str, model: type[BaseModel] | None = None) -> InputError:
     errors = exc.errors()
     # A misspelled field is also a missing one: name the typo (`schedulerNme: unknown field`), not the omission.
     err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
     path = _format_loc(tuple(err["loc"]))
-    return InputError(_format_error(err), f"{source}: {path}" if path else source)
+    message = _format_error(err)
+    if err["type"] == "extra_forbidden" and model is not None:
+        message += unknown_field_hint(model, tuple(err["loc"]))
+    return InputError(message, f"{source}: {path}" if path else source)
 
 
 def parse_yaml(text: str, source: str) -> Any:
@@ -120,12 +161,15 @@ def parse_certification(text: str, source: str = "<certification>") -> Certifica
         raise InputError("a Certification must be a YAML mapping", source)
     if data.get("kind") == "WorkloadRun":  # one workload without the catalog: a one-category Certification
         return _workloadrun(data, source)
+    if data.get("kind") == "SimulatedCluster":
+        raise InputError("this is a SimulatedCluster file (a simulated cluster), not a Certification: pass it as "
+                         "--cluster FILE and the Certification as the first argument", f"{source}: kind")
     if "kind" in data and data["kind"] != "Certification":
         raise InputError(f"{data['kind']!r} is neither Certification nor WorkloadRun", f"{source}: kind")
     try:
         cert = Certification.model_validate(data)
     except ValidationError as exc:
-        raise from_validation_error(exc, source) from None
+        raise from_validation_error(exc, source, Certification) from None
     # Cross-field checks run at load time, so `validate` and `compile` catch them; the result is kept.
     cert._resolved = resolve_categories(cert, source)
     return cert
@@ -139,7 +183,7 @@ def _workloadrun(data: dict, source: str) -> Certification:
     try:
         run = WorkloadRun.model_validate(data)
     except ValidationError as exc:
-        raise from_validation_error(exc, source) from None
+        raise from_validation_error(exc, source, WorkloadRun) from None
     entry = convert.workload_entry(run, source)
     options = {**OPTION_DEFAULTS, **convert.workload_options(run.spec, entry)}
     check_thresholds(options["thresholds"], entry, f"{source}: spec.thresholds")

@@ -3,7 +3,6 @@ the example, and the parse/report subcommands reach their modules."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -145,12 +144,6 @@ def test_validate_reports_invalid_documents(capsys: pytest.CaptureFixture[str],
     assert f"{EXAMPLE}: Workflow: templates.x: broken on purpose" in err.splitlines()
 
 
-needs_parsers = pytest.mark.skipif(importlib.util.find_spec("nvcre_hera.parsers.cli") is None,
-                                   reason="parsers not present")
-needs_report = pytest.mark.skipif(importlib.util.find_spec("nvcre_hera.report") is None, reason="report not present")
-
-
-@needs_parsers
 def test_parse_wiring(capsys: pytest.CaptureFixture[str]) -> None:
     """`nvcre parse nccl FILE --json` prints the parser's JSON; a missing file is one line, exit 2."""
     log = ROOT / "tests" / "data" / "real" / "nccl" / "04-h100-p5-2node-eks-efa-mpijob-allreduce.txt"
@@ -160,7 +153,6 @@ def test_parse_wiring(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and out == "" and len(err.splitlines()) == 1
 
 
-@needs_report
 def test_report_wiring(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`nvcre report` renders a report JSON; a file that is not a report is one line, exit 2."""
     golden = ROOT / "tests" / "golden" / "report" / "all-passed" / "expected.json"

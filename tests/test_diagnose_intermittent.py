@@ -33,11 +33,11 @@ def test_flapping_node_is_found_as_intermittent() -> None:
         assert trace.accused == {4}, (seed, trace.final["suspects"], trace.final["infrastructureFaults"])
         assert trace.final["infrastructureFaults"] == [], seed
         (s,) = trace.final["suspects"]
-        assert s["reason"] in ("Intermittent", "BandwidthDeficit")
+        assert s["reason"] == "ThresholdViolation" and s["detail"] in ("Intermittent", "BandwidthDeficit")
         assert 0.4 < s["deficit"] < 0.6
         assert 0.0 < s["confidence"] <= 1.0
         assert any(e["ratio"] < 0.6 for e in s["evidence"])
-        if s["reason"] == "Intermittent":  # confidence: the share of the runs holding it that failed
+        if s["detail"] == "Intermittent":  # confidence: the share of the runs holding it that failed
             flagged += 1
     assert flagged >= 6
 
@@ -90,7 +90,7 @@ def test_inconsistent_results_of_the_same_set_are_remeasured_not_blamed_on_a_bou
     first = [{"id": "full", "busBandwidthGBps": 190.0, "status": "ok"}]
     out, rounds = _drive(measure, _config(8), first)
     assert [s["node"] for s in out["suspects"]] == [5], out
-    assert out["suspects"][0]["reason"] == "Intermittent"
+    assert (out["suspects"][0]["reason"], out["suspects"][0]["detail"]) == ("ThresholdViolation", "Intermittent")
     assert out["infrastructureFaults"] == []
     # the same node set was measured more than once (a re-measure), and some set holding 5 passed
     seen = [tuple(t["nodes"]) for tests in rounds for t in tests]

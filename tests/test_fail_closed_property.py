@@ -1,5 +1,6 @@
 """Issue 9: for random certifications and random simulated faults (every fault kind, random seeds), a fault that
-showed in any job the certification ran is never in a PASSED result.
+showed in any job the certification ran is never in a PASSED result, and no node is blamed without evidence
+against it (a fault of its own, or a job it ran in where something showed).
 
 "Showed" is the simulator's own record of each job (`SimCluster.job_records`: the failure it injected, the value it
 decided the job measured, the node health at the job's end), never what our parsers or judge made of the logs: the
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from nvcre_hera.local_run import run_local
-from nvcre_hera.sim.spec import FACTOR_KINDS, FAULT_KINDS, HEALTH_KINDS
+from nvcre_hera.sim.spec import FACTOR_KINDS, FAULT_KINDS, HEALTH_KINDS, STEP_KINDS
 
 NODES = [f"gpu-node-{i:02d}" for i in range(1, 5)]
 NCCL_TESTS = {"all_reduce", "all_gather", "alltoall", "loopback", "loopback_nvswitch"}
@@ -112,3 +113,15 @@ def test_a_fault_that_showed_is_never_in_a_passed_result(tmp_path_factory, cert,
                 if (why := showed(job, floors, local.cluster))]
     if evidence:
         assert local.result != "PASSED", (evidence, fault_list, cert)
+    # No node without evidence against it is blamed: a blamed node has a fault of its own, or it ran in a job
+    # where something showed (NVCRE's group blame when the log names no culprit).
+    faulty = {n for f in fault_list for n in ([f["node"]] if "node" in f else f["nodes"])}
+    shared = {n for job in local.cluster.job_records() if showed(job, floors, local.cluster) for n in job["nodes"]}
+    # a step that crashed or stalled on a faulty node leaves its whole group without a result (no job record)
+    step_faulty = {f["node"] for f in fault_list if f["kind"] in STEP_KINDS}
+    for cat in (local.report or {}).get("categories") or []:
+        for group in [*(cat.get("groups") or []), *(cat.get("failedGroups") or [])]:
+            if step_faulty & set(group.get("nodes") or []):
+                shared |= set(group["nodes"])
+    blamed = {n["name"] for n in (local.report or {}).get("failedNodes") or []}
+    assert blamed <= faulty | shared, (blamed - faulty - shared, fault_list, cert)

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-kmock = pytest.importorskip("kmock")
+import kmock  # a dev dependency (pyproject): missing, this file errors rather than skips
 from kmock._internal.rendering import Response  # noqa: E402  (not exported; §5.2 tweak 1)
 from kubernetes import client  # noqa: E402
 from kubernetes.client.exceptions import ApiException  # noqa: E402

@@ -62,7 +62,6 @@ def test_run_step_waits_for_a_lagging_log_on_the_sim(timeout: str, reasons: list
 
 
 def test_kube_cluster_sleep_uses_its_injected_sleep() -> None:
-    pytest.importorskip("kubernetes")
     from kubernetes import client
 
     from nvcre_hera.cluster.kube import KubeCluster

@@ -115,13 +115,13 @@ def test_metrics_from() -> None:
 def test_parse_file_text_and_json() -> None:
     path = str(REAL / "nccl" / "24-rtx3090-2node-inc-nonzero-wrong-108-FAILED.txt")
     text, code = parse_file("nccl", path, as_json=False)
-    assert code == 0
+    assert code == 1  # the log shows a failed run
     assert "failed" in text and "busbw max 7.5 GB/s" in text and "rows 27" in text and "DataCorruption" in text
     out, code = parse_file("nccl", path, as_json=True)
-    assert code == 0 and json.loads(out)["wrong"] == 1073741424
+    assert code == 1 and json.loads(out)["wrong"] == 1073741424
     text, code = parse_file("dcgm", str(REAL / "dcgm" / "02-l40s-x4-dcgm4.2.3-r2-table-pcie-fail-per-gpu-lines.txt"),
                             False)
-    assert code == 0 and "failed tests: pcie" in text
+    assert code == 1 and "failed tests: pcie" in text
     text, code = parse_file("training", str(REAL / "training" / "01-megatron-lm-mixtral8x7b-16xh100-"
                                             "throughput-per-gpu.txt"), False)
     assert code == 0 and "megatron: 45 iterations" in text
@@ -141,8 +141,9 @@ def test_parse_file_errors(tmp_path: Path) -> None:
 def test_parse_file_binary_garbage(tmp_path: Path) -> None:
     f = tmp_path / "bin.log"
     f.write_bytes(bytes(range(256)) * 4)
-    text, code = parse_file("nccl", str(f), True)
-    assert code == 0 and json.loads(text)["status"] == "incomplete"
+    text, code = parse_file("nccl", str(f), True)  # read without raising, and it is no nccl-tests log
+    assert code == 2 and text == f"{f}: " + "not an nccl-tests log: no result row, `#` header or footer, NCCL " \
+        "INFO/WARN line or `Test … failure` line"
 
 
 def test_abort_banner_after_corruption_is_not_a_second_cause() -> None:

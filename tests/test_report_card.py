@@ -88,9 +88,41 @@ def test_summary_lines() -> None:
     assert "MNNVL:      enabled" in card
 
 
+_RENDER_IN_CHILD = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from test_report_card import SUMMARY, _cat, _run
+from nvcre_hera.judge import judge
+from nvcre_hera.report import render
+bad = [{"node": n, "reason": r, "message": r + " on " + n} for n in ("n3", "n1", "n2")
+       for r in ("WorkloadFailed", "ThresholdViolation", "DataCorruption")]
+results = [_run(["n1", "n2", "n3", "n4"], status="failed", reasons=bad, bus=10.0, sizes=3),
+           _run(["n5", "n6"], sizes=3)]
+summary = {**SUMMARY, "totalNodes": 8, "selectedNodes": 6, "excludedNodes": [{"name": "n8", "reason": "NotReady"},
+                                                                             {"name": "n7", "reason": "Cordoned"}]}
+report = judge("c", summary, [_cat(results, {"busBandwidthGBps": "value >= 300"})],
+               generated_at="2025-01-01T00:00:00Z")
+sys.stdout.write(render(report, "text") + render(report, "json"))
+"""
+
+
 def test_deterministic() -> None:
-    report = judge("c", SUMMARY, [_cat([_run(["a", "b"], sizes=3)])], generated_at="2025-01-01T00:00:00Z")
-    assert render_card(report) == render_card(report)
+    """Judge and render in fresh interpreters under different string hash seeds: any set or dict order that leaks
+    into the card or the JSON (the old test rendered one object twice in one process, which cannot differ)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    here = str(Path(__file__).resolve().parent)
+    outs = set()
+    for seed in ("0", "1", "12345"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        proc = subprocess.run([sys.executable, "-c", _RENDER_IN_CHILD, here], env=env, capture_output=True, text=True,
+                              timeout=120, check=True)
+        assert "FAILED" in proc.stdout
+        outs.add(proc.stdout)
+    assert len(outs) == 1
 
 
 def test_render_dispatch() -> None:

@@ -58,3 +58,13 @@ def test_self_contained_and_complete() -> None:
     assert "http://" not in page and "https://" not in page and "<link" not in page
     assert "Result: <strong class=\"FAILED\">FAILED</strong>" in page
     assert "1 GiB" in page and "HardwareFailureDetected" in page and "1 left (j)" in page
+
+
+def test_members_of_a_failed_group_are_listed_apart_and_escaped() -> None:
+    run = {"group": "g0", "nodes": ["gpu-node-03", EVIL], "status": "failed", "metrics": {}, "reasons": [
+        {"node": "gpu-node-03", "reason": "WorkloadFailed", "message": "gpu-node-03: Test CUDA failure"}]}
+    cat = {"domain": "communication", "variant": "nccl-all-reduce", "thresholds": {}, "results": [run]}
+    page = render_html(judge("c", {"totalNodes": 2, "selectedNodes": 2}, [cat]))
+    assert "Members of failed groups, not blamed (1)" in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script" not in page
+    assert "blamed: gpu-node-03" in page

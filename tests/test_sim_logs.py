@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from nvcre_hera.parsers import parse_dcgm, parse_nccl, parse_training
 from nvcre_hera.sim.logs import NcclRun, TrainingRun, dcgm_json, nccl_lines, render, training_lines
 from nvcre_hera.sim.model import sizes
 
@@ -105,7 +106,6 @@ def _sim():
                                              ("alltoall", ["gpu-node-01", "gpu-node-03"]), ("loopback", ["gpu-node-01"]),
                                              ("loopback_nvswitch", ["gpu-node-03"])])
 def test_nccl_parses_to_modelled_value(test, nodes):
-    parse_nccl = pytest.importorskip("nvcre_hera.parsers.nccl").parse_nccl
     _, log, values = _sim()(f"j-{test}", test, nodes)
     parsed = parse_nccl(log)
     assert parsed["status"] == "ok"
@@ -115,7 +115,6 @@ def test_nccl_parses_to_modelled_value(test, nodes):
 
 
 def test_nccl_failures_parse():
-    parse_nccl = pytest.importorskip("nvcre_hera.parsers.nccl").parse_nccl
     run = _sim()
     _, log, values = run("sock", "all_reduce", ["gpu-node-01", "gpu-node-04"])
     parsed = parse_nccl(log)
@@ -127,7 +126,6 @@ def test_nccl_failures_parse():
 
 
 def test_dcgm_parses():
-    parse_dcgm = pytest.importorskip("nvcre_hera.parsers.dcgm").parse_dcgm
     run = _sim()
     assert parse_dcgm(run("ok", "dcgm_diag", ["gpu-node-01"])[1])["status"] == "pass"
     parsed = parse_dcgm(run("bad", "dcgm_diag", ["gpu-node-03"])[1])
@@ -135,7 +133,6 @@ def test_dcgm_parses():
 
 
 def test_training_parses():
-    parse_training = pytest.importorskip("nvcre_hera.parsers.training").parse_training
     _, log, values = _sim()("t", "training", ["gpu-node-01", "gpu-node-03"])
     parsed = parse_training(log)
     assert parsed["iterations"] == 30 and not parsed["lossNaN"]

@@ -316,10 +316,23 @@ def test_nvcre_only_fields_are_accepted() -> None:
     assert train["rdmaDeviceAccess"] == "hostPath" and train["nicResourceName"] == "rdma/ib"
 
 
-def test_load_resolves_once() -> None:
-    """The loader runs the cross-field checks and keeps the result; resolving again returns equal categories."""
+def test_load_resolves_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader runs the cross-field checks and keeps the result: resolving again reads it back (the catalog is
+    not consulted a second time) and equals resolving the same spec from scratch."""
+    import nvcre_hera.spec_load as spec_load
+
     cert = load_certification(EXAMPLE)
-    assert resolve_categories(cert) == resolve_categories(cert)
+    kept = resolve_categories(cert)
+    assert [c.key for c in kept] == ["communication/nccl-all-reduce", "training/nemotron5-8b"]
+    fresh = parse_certification(EXAMPLE.read_text())
+    fresh._resolved = None
+    assert resolve_categories(fresh) == kept
+
+    def no_catalog(*args: object) -> None:
+        raise AssertionError("resolved a second time")
+
+    monkeypatch.setattr(spec_load, "_entry_for", no_catalog)
+    assert resolve_categories(cert) == kept
 
 
 def test_null_means_unset() -> None:

@@ -61,7 +61,7 @@ def test_intra_rack_groups_follow_nvlink_cliques():
     groups = json.loads(files["groups-0"])
     assert [len(g["nodes"]) for g in groups] == [18, 18]
     summary = json.loads(files["summary"])
-    assert summary["gpu"] == "gb300" and summary["platform"] == "oci" or summary["gpu"] == "gb300"
+    assert (summary["gpu"], summary["platform"]) == ("gb300", "oci")
     cliques = {n["metadata"]["name"]: n["metadata"]["labels"]["nvidia.com/gpu.clique"] for n in cluster.list_nodes()}
     for g in groups:
         assert len({cliques[n] for n in g["nodes"]}) == 1

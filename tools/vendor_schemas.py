@@ -28,6 +28,11 @@ CRDS = {
 }
 
 
+def schema_sha256(schema: dict) -> str:
+    """sha256 of a schema as canonical JSON (sorted keys, no spaces): the same on any machine and YAML loader."""
+    return hashlib.sha256(json.dumps(schema, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def main(argv: list[str]) -> int:
     src = Path(argv[0]) if argv else Path(__file__).resolve().parents[2] / "shared" / "schemas"
     out = Path(__file__).resolve().parents[1] / "nvcre_hera" / "schemas"
@@ -35,7 +40,11 @@ def main(argv: list[str]) -> int:
              "Each `<kind>.json.gz` is `spec.versions[storage].schema.openAPIV3Schema` of the CRD below, unchanged,",
              "extracted by `tools/vendor_schemas.py` from the project's shared/schemas (provenance of those files:",
              "shared/schemas/SOURCES.md, reproduced here).", "",
-             "| file | CRD file | group/kind | storage version | sha256 of the CRD file |", "|---|---|---|---|---|"]
+             "The last column is the sha256 of that schema as canonical JSON (`json.dumps(schema, sort_keys=True,",
+             "separators=(',', ':'))`, UTF-8): the tests check the packaged schemas against it on any machine, and",
+             "against the CRD files themselves where shared/schemas is present.", "",
+             "| file | CRD file | group/kind | storage version | sha256 of the CRD file | sha256 of the schema |",
+             "|---|---|---|---|---|---|"]
     for kind, name in CRDS.items():
         raw = (src / name).read_bytes()
         crd = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
@@ -46,7 +55,7 @@ def main(argv: list[str]) -> int:
         with gzip.open(out / f"{kind}.json.gz", "wt", encoding="utf-8", compresslevel=9) as fh:
             json.dump(payload, fh, separators=(",", ":"), sort_keys=True)
         lines.append(f"| `{kind}.json.gz` | `{name}` | {payload['group']}/{payload['kind']} | {version['name']} | "
-                     f"{hashlib.sha256(raw).hexdigest()} |")
+                     f"{hashlib.sha256(raw).hexdigest()} | {schema_sha256(schema)} |")
     upstream = (src / "SOURCES.md").read_text().split("\n")
     lines += ["", "## shared/schemas/SOURCES.md", ""] + [l for l in upstream if l.startswith("|")]
     (out / "SOURCES.md").write_text("\n".join(lines) + "\n")

@@ -17,7 +17,7 @@ from nvcre_hera.diagnose import adaptive, halving, intermittent
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import confidence
 from nvcre_hera.diagnose.items import refresh_accused
-from nvcre_hera.diagnose.state import Ctx, Round, new_state
+from nvcre_hera.diagnose.state import SPECIFIC_REASONS, Ctx, Round, new_state
 
 STRATEGIES = ("adaptive", "halving")
 FULL_ID = "full"
@@ -78,9 +78,11 @@ def _next(ctx: Ctx) -> dict:
         mod.schedule(ctx, rnd)
     tests = rnd.commit()
     if not tests:
-        for w in st["work"]:
+        for w in st["work"]:  # what is left undecided stays on the report, a halving confirmation ("x") too
             if w.get("s"):
                 st["unres"].append(w["s"])
+            elif w.get("k") == "C":
+                st["unres"].append(ns.from_nodes([w["x"]]))
         st["done"] = True
     return _answer(ctx, tests)
 
@@ -127,13 +129,20 @@ def _below_floor(ctx: Ctx) -> None:
 def suspects(state: dict) -> list[dict]:
     """Accused nodes in the report's shape."""
     out = []
+    why = state.get("why") or {}
     for a in state["acc"]:
         fp = a.get("fp")
         crashed = fp is not None and fp <= 0.0
         flapping = bool(a.get("i"))  # bad in some jobs only: confidence is the share of its re-runs that failed
+        # a crash keeps what its tests said (DataCorruption, TransportMismatch, …), most specific first
+        said = {why[t] for t, _r in a.get("ev", []) if t in why}
+        crash_reason = next((r for r in SPECIFIC_REASONS if r in said), "WorkloadFailed")
+        # NVCRE's vocabulary (consumers such as NVSentinel match `<variant>/<reason>`): a node isolated for its
+        # bandwidth is ThresholdViolation; how it was isolated is the detail
         out.append({
             "node": a["node"],
-            "reason": "WorkloadFailed" if crashed else "Intermittent" if flapping else "BandwidthDeficit",
+            "reason": crash_reason if crashed else "ThresholdViolation",
+            "detail": None if crashed else "Intermittent" if flapping else "BandwidthDeficit",
             "deficit": None if fp is None else round(max(0.0, 1.0 - fp), 3),
             "evidence": [{"test": t, "ratio": r} for t, r in a.get("ev", [])],
             "confidence": intermittent.confidence_of(a) if flapping else confidence(a.get("L", 0.0)),

@@ -37,8 +37,21 @@ def new_state(config: dict) -> dict:
         "infra": [],
         "unres": [],
         "def": [],
+        "why": {},
         "done": False,
     }
+
+
+# What a failed test's reasons say, most specific first; a crash with none of these stays WorkloadFailed.
+SPECIFIC_REASONS = ("HardwareFailureDetected", "DataCorruption", "TransportMismatch")
+
+
+def failure_reason(result: dict) -> str | None:
+    """The most specific reason of a failed test (the run step sends their names), None when it names none."""
+    if result.get("status", "ok") == "ok":
+        return None
+    names = {str(x) for x in result.get("reasons") or []}
+    return next((r for r in SPECIFIC_REASONS if r in names), None)
 
 
 class Ctx:
@@ -62,15 +75,19 @@ class Ctx:
         self.ok = ns.bits_decode(state["ok"], self.n)
         self.values: dict[str, float | None] = {}
         self.meta: dict[str, list] = dict(state.get("out") or {})
+        why = state.setdefault("why", {})
         for r in results:
             rid = str(r.get("id"))
             v = r.get("busBandwidthGBps")
             self.values[rid] = float(v) if (r.get("status", "ok") == "ok" and v is not None) else None
-        # every answered test becomes a raw observation (a test without a result counts as crashed)
+            reason = failure_reason(r)
+            if reason is not None and rid in self.meta:
+                why[rid] = reason  # a failed test's own reason, kept for the suspects it will accuse
+        # every test asked for last round becomes a raw observation; one without a result counts as crashed, also
+        # when the whole round came back empty (on Argo a failed round's aggregated outputs are an empty list)
         self.oids: dict[str, int] = {}
-        if results:
-            for tid, m in self.meta.items():
-                self.oids[tid] = self.ref.add(self.values.get(tid), m[0], bool(m[1]), len(m) < 3)
+        for tid, m in self.meta.items():
+            self.oids[tid] = self.ref.add(self.values.get(tid), m[0], bool(m[1]), len(m) < 3)
         state["out"] = {}
 
     def learn(self) -> None:
@@ -233,4 +250,4 @@ class Round:
         return self.tests
 
 
-__all__ = ["STATE_VERSION", "Ctx", "Round", "new_state"]
+__all__ = ["SPECIFIC_REASONS", "STATE_VERSION", "Ctx", "Round", "failure_reason", "new_state"]

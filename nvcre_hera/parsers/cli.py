@@ -9,7 +9,7 @@ import json
 from typing import Any, Callable
 
 from .dcgm import parse_dcgm
-from .nccl import parse_nccl
+from .nccl import is_nccl_tests_log, parse_nccl
 from .reasons import dcgm_reasons, nccl_reasons, training_reasons
 from .training import parse_training
 
@@ -58,8 +58,21 @@ def _summary(kind: str, path: str, res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def not_a_log(kind: str, text: str, res: dict[str, Any]) -> str | None:
+    """Why `text` is not a log of `kind` at all (None when it is one, whatever its run did)."""
+    if kind == "nccl" and not is_nccl_tests_log(text):
+        return ("not an nccl-tests log: no result row, `#` header or footer, NCCL INFO/WARN line or "
+                "`Test … failure` line")
+    if kind == "dcgm" and not (res.get("format") or res.get("tests") or res.get("version") or res.get("errors")):
+        return "not a dcgmi diag log: no diagnostic table, JSON result or dcgmi error line"
+    if kind == "training" and not (res.get("framework") or res.get("stepsParsed")):
+        return "not a training log: no Megatron-LM or NeMo iteration line"
+    return None
+
+
 def parse_file(kind: str, path: str, as_json: bool) -> tuple[str, int]:
-    """(text to print, exit code): 0 when parsed (whatever the run's status), 2 with `FILE: reason` otherwise."""
+    """(text to print, exit code): 0 when the log shows a complete, passing run; 1 when it shows a failed or
+    incomplete one (any reason); 2 with `FILE: reason` when it cannot be read or is not a log of that kind."""
     parser = PARSERS.get(kind)
     if parser is None:
         return f"{path}: unknown log kind {kind!r} (use {', '.join(PARSERS)})", 2
@@ -69,9 +82,13 @@ def parse_file(kind: str, path: str, as_json: bool) -> tuple[str, int]:
     except OSError as err:
         return f"{path}: cannot read: {err.strerror or err}", 2
     res = parser(text)
+    why = not_a_log(kind, text, res)
+    if why is not None:
+        return f"{path}: {why}", 2
+    code = 1 if _REASONS[kind](res) else 0
     if as_json:
-        return json.dumps(res, indent=2, allow_nan=False), 0
-    return _summary(kind, path, res), 0
+        return json.dumps(res, indent=2, allow_nan=False), code
+    return _summary(kind, path, res), code
 
 
-__all__ = ["PARSERS", "parse_file"]
+__all__ = ["PARSERS", "not_a_log", "parse_file"]

@@ -47,6 +47,11 @@ _USING_NETWORK = re.compile(r"Using network (.+?)\s*$")
 _VIA_NET = re.compile(r"via NET/([A-Za-z][^/]*?)\s*(?:/|$)")
 _NET_USING = re.compile(r"NET/(IB|Socket|OFI)\s*:?\s*(?:Using|Selected)")
 _PLUGIN = re.compile(r"(?:Loaded net plugin|NET/Plugin\s*:?\s*(?:Loaded|Using))\s+(.+?)\s*(?:\(|$)")
+# `host: Test CUDA failure common.cu:1133 '…'` (common.cu prints the host name first) and its ` .. host pid N:` echo
+_FAILURE_HOST = re.compile(r"^(?:\.\. )?([A-Za-z0-9][-A-Za-z0-9_.]*)(?: pid \d+)?: Test (?:NCCL |CUDA )?failure \S+:\d+")
+# NCCL's own line prefix `host:pid:tid [dev]`: which host printed an INFO line
+_INFO_HOST = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*):\d+:\d+ \[\d+\]")
+_NO_IB = re.compile(r"NET/IB\s*:\s*No device found")
 _NETWORK_NAMES = {"ib": "NET/IB", "socket": "NET/Socket", "aws libfabric": "NET/OFI", "ofi": "NET/OFI"}
 _MAX_ERRORS = 50  # lines kept in `errors` (and in `warnings`); `errorCount`/`warningCount` count them all
 
@@ -152,6 +157,34 @@ def _transport(line: str, found: dict[str, tuple[int, str]]) -> None:
         found["plugin"] = (1, m.group(1))
 
 
+# Lines only nccl-tests or NCCL print (after any launcher prefix): the test's `#` header and footer, NCCL's
+# `host:pid:tid [dev] NCCL INFO|WARN` lines, and the `host: Test NCCL|CUDA failure file.cu:line` lines of common.cu.
+_OWN_LINE = re.compile(
+    r"#\s*(?:nThread \d|Using devices|Rank\s+\d|Avg bus bandwidth|Out of bounds values|nccl-tests version|"
+    r"Collective test starting|size\s+count\s+type)|"
+    r"\S+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN)|"
+    r"(?:\.\. )?\S+(?: pid \d+)?: Test (?:NCCL |CUDA )?failure \S+:\d+"
+)
+
+
+def is_nccl_tests_log(text: str) -> bool:
+    """Whether `text` holds at least one line that nccl-tests or NCCL printed (a result row, a header, a footer,
+    an NCCL INFO/WARN line, a test failure line). A file without one is not an nccl-tests log, whatever words it
+    quotes: a README that mentions `alltoall_perf` and `Test NCCL failure` must not read as a failed alltoall."""
+    for raw in text.splitlines():
+        line = raw
+        m = _PREFIX.match(line)
+        if m:
+            line = line[m.end():]
+        s = line.lstrip()
+        if _OWN_LINE.match(s):
+            return True
+        tokens = s.split()
+        if tokens[:1] and tokens[0].isdigit() and _row(tokens, None, False) is not None:
+            return True
+    return False
+
+
 def parse_nccl(text: str) -> dict[str, Any]:
     """Read an nccl-tests log into a plain dict; never raises on odd input (a fragment is `incomplete`)."""
     rows: dict[tuple[Any, ...], dict[str, Any]] = {}
@@ -172,6 +205,8 @@ def parse_nccl(text: str) -> dict[str, Any]:
     nccl_version: str | None = None
     tests_version: str | None = None
     skipped = 0
+    failed_hosts: dict[str, str] = {}  # host → the first failure line it printed
+    host_nets: dict[str, tuple[str, str, int]] = {}  # host → (transport its own INFO lines show, the line, strength)
 
     for raw in text.splitlines():
         line = raw
@@ -229,6 +264,7 @@ def parse_nccl(text: str) -> dict[str, Any]:
             if "NCCL INFO" in s:
                 if "NET" in s or "network" in s:
                     _transport(s, found)
+                    _host_network(s, host_nets)
                 continue
             if "NCCL version" in s and nccl_version is None:
                 m = _NCCL_VERSION.search(s)
@@ -243,11 +279,35 @@ def parse_nccl(text: str) -> dict[str, Any]:
             n_errors += 1
             if n_errors <= _MAX_ERRORS:
                 errors.append(s.strip())
+            m = _FAILURE_HOST.match(s.strip())
+            if m and m.group(1) not in failed_hosts and len(failed_hosts) < _MAX_ERRORS:
+                failed_hosts[m.group(1)] = s.strip()
 
     result = _summarise(list(rows.values()), errors, n_errors, fatal, test, avg, footer, oob_count,
                         oob_ok, devices, found, nccl_version, tests_version, skipped)
-    result.update(warnings=warnings, warningCount=n_warnings)
+    result.update(warnings=warnings, warningCount=n_warnings,
+                  failedHosts=[{"host": h, "line": line} for h, line in failed_hosts.items()],
+                  hostNetworks=[{"host": h, "transport": t, "line": line} for h, (t, line, _) in host_nets.items()])
     return result
+
+
+def _host_network(line: str, host_nets: dict[str, tuple[str, str, int]]) -> None:
+    """The transport one host's own NET lines show, strongest evidence first: `NET/IB : No device found` (this
+    host has no fabric device: it falls back to TCP) over `NET/IB|Socket|OFI : Using` (what its plugin opened)
+    over `Using network X` (the communicator's choice, which every rank prints alike)."""
+    m = _INFO_HOST.match(line)
+    if not m:
+        return
+    if _NO_IB.search(line):
+        found = ("NET/Socket", 3)
+    elif n := _NET_USING.search(line):
+        found = ("NET/" + n.group(1), 2)
+    elif n := _USING_NETWORK.search(line):
+        found = (_NETWORK_NAMES.get(n.group(1).lower(), "NET/" + n.group(1)), 1)
+    else:
+        return
+    if found[1] > host_nets.get(m.group(1), ("", "", 0))[2]:
+        host_nets[m.group(1)] = (found[0], line.strip(), found[1])
 
 
 def _summarise(rows: list[dict[str, Any]], errors: list[str], n_errors: int, fatal: bool, test: str | None,
@@ -292,4 +352,4 @@ def _summarise(rows: list[dict[str, Any]], errors: list[str], n_errors: int, fat
     }
 
 
-__all__ = ["parse_nccl"]
+__all__ = ["is_nccl_tests_log", "parse_nccl"]

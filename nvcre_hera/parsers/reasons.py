@@ -73,6 +73,38 @@ def nccl_reasons(result: dict[str, Any], expected_fabric: str | None = None,
     return out
 
 
+def attribute_to_nodes(reasons: list[dict[str, Any]], result: dict[str, Any],
+                       nodes: list[str], what: str = "nccl-tests") -> list[dict[str, Any]]:
+    """Name the node when the log names its host: a `host: Test CUDA|NCCL failure …` line (or torchrun's root cause
+    `host : …`, in `failedHosts` of a training parse) makes that host's
+    WorkloadFailed its own, and a host whose own NCCL INFO lines fell back to NET/Socket while others of the group
+    used the fabric makes the TransportMismatch its own; the message carries the evidence line. A host is matched
+    to a node by its name (or the node name's first label): pod host names that are no node's stay group blame."""
+    by_host: dict[str, str] = {}
+    for node in nodes:
+        by_host.setdefault(node, node)
+        by_host.setdefault(node.split(".")[0], node)
+    out: list[dict[str, Any]] = []
+    test = result.get("test") or what
+    for r in reasons:
+        named: list[dict[str, Any]] = []
+        if r.get("node") is None and r["reason"] == "WorkloadFailed":
+            seen: set[str] = set()
+            for hit in result.get("failedHosts") or []:
+                node = by_host.get(str(hit.get("host")))
+                if node and node not in seen:
+                    seen.add(node)
+                    named.append(_reason("WorkloadFailed", f"{test}: {hit.get('line')}") | {"node": node})
+        elif r.get("node") is None and r["reason"] == "TransportMismatch":
+            nets = [(by_host[str(h["host"])], h) for h in result.get("hostNetworks") or []
+                    if str(h.get("host")) in by_host]
+            if any(h.get("transport") != "NET/Socket" for _, h in nets):  # the others did use the fabric
+                named = [_reason("TransportMismatch", f"{r['message']}; {node} fell back: {h.get('line')}")
+                         | {"node": node} for node, h in nets if h.get("transport") == "NET/Socket"]
+        out.extend(named or [r])
+    return out
+
+
 def dcgm_reasons(result: dict[str, Any]) -> list[dict[str, Any]]:
     """One DiagnosticFailed per failed diag test; WorkloadFailed when dcgmi errored (beside any partial failure);
     MeasurementNotFound when nothing was diagnosed (no result, or every test skipped)."""
@@ -148,4 +180,4 @@ def metrics_from(kind: str, result: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-__all__ = ["FAST_FABRICS", "dcgm_reasons", "measurement_complete", "metrics_from", "nccl_reasons", "training_reasons"]
+__all__ = ["FAST_FABRICS", "attribute_to_nodes", "dcgm_reasons", "measurement_complete", "metrics_from", "nccl_reasons", "training_reasons"]

@@ -76,6 +76,25 @@ def _step(line: str) -> tuple[str, int, int, dict[str, str]] | None:
     return None
 
 
+# torchrun's ChildFailedError summary: "Root Cause (first observed failure):", then "[0]:" and "  host      : X"
+_ROOT_CAUSE = "Root Cause (first observed failure)"
+_HOST_FIELD = re.compile(r"^\s*host\s*:\s*([A-Za-z0-9][-A-Za-z0-9_.]*)\s*$")
+
+
+def _root_cause_hosts(lines: list[str]) -> list[dict[str, str]]:
+    """The host(s) torchrun names as the root cause of a failed run, each with its `host :` line."""
+    out: list[dict[str, str]] = []
+    for i, line in enumerate(lines):
+        if _ROOT_CAUSE not in line:
+            continue
+        for nxt in lines[i + 1:i + 12]:
+            m = _HOST_FIELD.match(nxt)
+            if m:
+                out.append({"host": m.group(1), "line": f"torchrun root cause: {nxt.strip()}"})
+                break
+    return out
+
+
 def parse_training(text: str, warmup_steps: int = WARMUP_STEPS) -> dict[str, Any]:
     """Read a training log into a plain dict; never raises on odd input (no step lines → iterations 0)."""
     steps: dict[int, dict[str, Any]] = {}
@@ -134,6 +153,7 @@ def parse_training(text: str, warmup_steps: int = WARMUP_STEPS) -> dict[str, Any
         "goodputRatio": goodput,
         "productiveSec": productive,
         "logInterval": int(median(gaps)) if gaps else None,
+        "failedHosts": _root_cause_hosts(text.splitlines()) if _ROOT_CAUSE in text else [],
     }
 
 

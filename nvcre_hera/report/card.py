@@ -19,6 +19,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
+MEMBERS_SHOWN = 6  # names of failed groups' unblamed members on the card (all of them are in the JSON)
+
 def clean(text: Any) -> str:
     """Printable text: tabs to spaces, ANSI colour codes and other control characters dropped."""
     text = "" if text is None else str(text)
@@ -128,6 +130,9 @@ def _failed_group_lines(groups: list[dict]) -> list[str]:
             lines.append("    nodes: " + ", ".join(clean(n) for n in g["nodes"]))
         elif g.get("unpinned"):
             lines.append("    nodes: chosen by the scheduler (placement Unpinned): no node is blamed")
+        blamed = g.get("blamedNodes")
+        if blamed is not None and g.get("nodes") and blamed != g["nodes"]:  # the evidence named some of them
+            lines.append("    blamed: " + (", ".join(clean(n) for n in blamed) or "none (no node is blamed)"))
         if g.get("message"):
             lines.append("    " + g["message"])
         log = [ln for ln in clean(g.get("failureLog")).splitlines()][-LOG_LINES:]
@@ -158,7 +163,9 @@ def _diagnose_lines(d: dict) -> list[str]:
     if d.get("repeatsPerTest"):
         lines.append(f"  each test ran {d['repeatsPerTest']} time(s) (repeatCount); the worst run counts")
     for s in d.get("suspects") or []:
-        lines.append(f"  suspect {clean(s.get('node'))}: {clean(s.get('reason'))}, deficit {number(s.get('deficit'))}, "
+        detail = f" ({clean(s['detail'])})" if s.get("detail") else ""
+        lines.append(f"  suspect {clean(s.get('node'))}: {clean(s.get('reason'))}{detail}, "
+                     f"deficit {number(s.get('deficit'))}, "
                      f"confidence {number(s.get('confidence'))}")
         if s.get("evidence"):
             lines.append(f"    {clean(describe_evidence(s.get('evidence')))}")
@@ -254,6 +261,12 @@ def render_card(report: dict) -> str:
     lines = [f"Categories:    {s.get('categoriesPassed', 0)}/{s.get('categoriesTotal', 0)} passed",
              f"Failed Nodes:  {len(failed) if failed else 'none'}"]
     lines += [f"  {clean(n.get('name'))}: {', '.join(n.get('reasons') or [])}" for n in failed]
+    members = report.get("failedGroupMembers") or []
+    if members:  # in a failed group whose evidence named other nodes: not certified, not blamed
+        names = [clean(m.get("name")) for m in members]
+        shown = ", ".join(names[:MEMBERS_SHOWN]) + (f", … (+{len(names) - MEMBERS_SHOWN})"
+                                                     if len(names) > MEMBERS_SHOWN else "")
+        lines.append(f"Group members: {len(members)} not blamed, in failed groups: {shown}")
     if excluded:
         lines.append(f"Excluded:      {len(excluded)}")
     lines += [f"Incomplete:    {clean(m)}" for m in report.get("incomplete") or []]

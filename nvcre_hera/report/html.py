@@ -95,6 +95,10 @@ def render_html(report: dict) -> str:
         parts.append(f"<h3>Failed Nodes ({len(failed)})</h3>"
                      + _table(["Node", "Reasons", "Message"],
                               [[n.get("name"), ", ".join(n.get("reasons") or []), n.get("message")] for n in failed]))
+    members = report.get("failedGroupMembers") or []
+    if members:  # in a failed group whose evidence named other nodes: not certified, not blamed
+        parts.append(f"<h3>Members of failed groups, not blamed ({len(members)})</h3>"
+                     + _table(["Node", "Groups"], [[m.get("name"), m.get("message")] for m in members]))
     leftover = cleanup.get("leftover") or []
     parts.append(f"<p>Cleanup: {_e(cleanup.get('jobsCreated', 0))} job objects created, "
                  f"{_e(cleanup.get('jobsDeleted', 0))} deleted, {len(leftover)} left"

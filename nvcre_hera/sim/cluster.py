@@ -282,7 +282,8 @@ class SimCluster:
             job.failure = dcgm_failure
             job.values = {"dcgmPassed": not found and dcgm_failure is None, "failures": found}
         else:
-            self._plan_training(job, rng, nodes, gpn, arch, faults, failure, (sched + launch, 45.0 + 0.5 * len(nodes)))
+            self._plan_training(job, rng, nodes, gpn, arch, faults, failure, (sched + launch, 45.0 + 0.5 * len(nodes)),
+                                culprit)
         job.exit_code = None if math.isinf(job.end) else (0 if job.failure in (None, "nan-loss") else 1)
         return job
 
@@ -311,6 +312,7 @@ class SimCluster:
         busbw = round(self._measured(rng, est.busbw, nodes), 2)
         fabric = platform_settings(self.body.platform).get("fabric", "ib")
         network = None if test == "loopback_nvswitch" else NETWORK_NAMES.get(fabric, "IB")
+        fabric_network = network
         if est.path == "socket":
             network = "Socket"
         ranks = len(nodes) * gpn
@@ -323,7 +325,8 @@ class SimCluster:
             cycles=cycles, busbw=busbw, alpha_us=alpha, path=est.path, network=network, t_output=times[0],
             t_init=times[1], t_measure=model.nccl_measure_s(sweep, busbw, factor, alpha, iters, cycles),
             failure=job.failure, failing_node=culprit, wrong=faults.corruption.get(culprit or "", 0),
-            roce=fabric == "roce")
+            roce=fabric == "roce", fabric_network=fabric_network,
+            socket_hosts=tuple(n for n in nodes if n in faults.socket) if est.path == "socket" else ())
         job.lines, job.end = nccl_lines(run, rng)
         transport = {"nvlink": "P2P", "clique": "MNNVL", "socket": "NET/Socket"}.get(est.path, f"NET/{network}")
         job.values = {"busBandwidthGBps": busbw, "algBandwidthGBps": round(busbw / factor, 2),
@@ -331,7 +334,8 @@ class SimCluster:
                       "transport": transport, "sizeBytes": sweep[-1]}
 
     def _plan_training(self, job: SimJob, rng: random.Random, nodes: list[str], gpn: int, arch: str,
-                       faults: ActiveFaults, failure: str | None, times: tuple[float, float]) -> None:
+                       faults: ActiveFaults, failure: str | None, times: tuple[float, float],
+                       culprit: str | None = None) -> None:
         net = healthy = None
         if len(nodes) > 1:  # the network's share only: GPU and NVLink faults enter training_rate directly
             network = ActiveFaults(caps={n: NodeCaps(nic=c.nic) for n, c in faults.caps.items()}, links=faults.links,
@@ -346,7 +350,8 @@ class SimCluster:
                    "nan-loss": max(1, steps // 2)}.get(failure or "", 0)
         run = TrainingRun(hosts=nodes, gpus_per_node=gpn, max_steps=steps, step_s=model.training_step_s(params, tflops),
                           tflops=tflops, params=params, t_output=times[0], t_startup=times[1], epoch=job.start,
-                          failure=failure, fail_at=fail_at, sigma=max(self.body.noise.sigma, 0.005))
+                          failure=failure, fail_at=fail_at, sigma=max(self.body.noise.sigma, 0.005),
+                          failing_node=culprit)
         job.lines, job.end = training_lines(run, rng)
         job.values = {"avgTFLOPsPerGPU": round(tflops, 1), "avgStepTimeSec": round(run.step_s, 3), "steps": steps}
 

@@ -68,6 +68,8 @@ class NcclRun:
     failing_node: str | None = None
     wrong: int = 0  # #wrong per size for data-corruption (0: grows with the size)
     roce: bool = False
+    socket_hosts: tuple[str, ...] = ()  # hosts that fell back to NET/Socket (the others print the fabric's lines)
+    fabric_network: str | None = None   # the platform's network ("IB", "AWS Libfabric", …) the healthy hosts use
 
     @property
     def ranks(self) -> int:
@@ -97,17 +99,13 @@ def _nccl_info(run: NcclRun, pid: int) -> list[str]:
     host = run.hosts[0]
     p = f"{host}:{pid}:{pid} [0] NCCL INFO"
     lines = [f"{p} Bootstrap: Using eth0:10.0.0.1<0>", f"{p} NCCL version {NCCL_VERSION}"]
-    if run.network == "Socket":
-        lines += [f"{p} NET/IB : No device found.", f"{p} NET/Socket : Using [0]eth0:10.0.0.1<0>"]
-    elif run.network == "AWS Libfabric":
-        lines += [f"{p} NET/OFI Initializing aws-ofi-nccl 1.14.2", f"{p} NET/OFI Selected provider is efa, fabric is "
-                  "efa-direct (found 32 nics)"]
-    elif run.network == "FasTrak":
-        lines += [f"{p} NET/FasTrak plugin initialized, 8 NICs (eth1..eth8)"]
-    elif run.network == "IB":
-        link = "RoCE" if run.roce else "IB"
-        devs = " ".join(f"[{i}]mlx5_{i}:1/{link}" for i in range(8))
-        lines += [f"{p} NET/IB : Using {devs} ; OOB eth0:10.0.0.1<0>"]
+    if run.network == "Socket" and run.socket_hosts:
+        # every process prints its own NET choice (NCCL_DEBUG=INFO): the fallen-back host says so in its own name
+        for h in run.hosts:
+            hp = f"{h}:{pid}:{pid} [0] NCCL INFO"
+            lines += _net_lines(hp, "Socket" if h in run.socket_hosts else run.fabric_network, run.roce)
+    else:
+        lines += _net_lines(p, run.network, run.roce)
     if run.network:
         lines.append(f"{p} Using network {run.network}")
     if run.path == "clique":
@@ -123,6 +121,22 @@ def _nccl_info(run: NcclRun, pid: int) -> list[str]:
     lines.append(f"{p} ncclCommInitRankConfig comm 0x5581a4c0 rank 0 nranks {run.ranks} cudaDev 0 nvmlDev 0 busId "
                  "18000 commId 0x9e1b4f3a2c7d5e61 - Init COMPLETE")
     return lines
+
+
+def _net_lines(p: str, network: str | None, roce: bool) -> list[str]:
+    """The lines one process prints when NCCL picks its network (prefix `p` names the host)."""
+    if network == "Socket":
+        return [f"{p} NET/IB : No device found.", f"{p} NET/Socket : Using [0]eth0:10.0.0.1<0>"]
+    if network == "AWS Libfabric":
+        return [f"{p} NET/OFI Initializing aws-ofi-nccl 1.14.2", f"{p} NET/OFI Selected provider is efa, fabric is "
+                "efa-direct (found 32 nics)"]
+    if network == "FasTrak":
+        return [f"{p} NET/FasTrak plugin initialized, 8 NICs (eth1..eth8)"]
+    if network == "IB":
+        link = "RoCE" if roce else "IB"
+        devs = " ".join(f"[{i}]mlx5_{i}:1/{link}" for i in range(8))
+        return [f"{p} NET/IB : Using {devs} ; OOB eth0:10.0.0.1<0>"]
+    return []
 
 
 def _fmt_time(us: float) -> str:
@@ -286,6 +300,7 @@ class TrainingRun:
     fail_at: int = 0  # iteration at which the failure shows
     sigma: float = 0.01
     global_batch: int = field(default=0)
+    failing_node: str | None = None  # the host torchrun's ChildFailedError names as the root cause
 
 
 def training_lines(run: TrainingRun, rng: random.Random) -> tuple[list[TimedLine], float]:
@@ -342,7 +357,19 @@ def _torch_failure(run: TrainingRun) -> list[str]:
             "E0101 00:00:00.000000 1 torch/distributed/elastic/multiprocessing/api.py:874] failed (exitcode: 1) "
             "local_rank: 0 (pid: 412) of binary: /usr/bin/python",
             "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: ",
-            "/opt/megatron-lm/pretrain_gpt.py FAILED"]
+            *_child_failed_summary(run)]
+
+
+def _child_failed_summary(run: TrainingRun) -> list[str]:
+    """torchrun's failure summary (as real logs print it): the root cause names its host and rank."""
+    host = run.failing_node or run.hosts[0]
+    rank = run.hosts.index(host) * run.gpus_per_node if host in run.hosts else 0
+    rule = "=" * 60
+    return [rule, "/opt/megatron-lm/pretrain_gpt.py FAILED", "-" * 60, "Failures:", "  <NO_OTHER_FAILURES>", "-" * 60,
+            "Root Cause (first observed failure):", "[0]:", "  time      : 2025-01-01_00:00:00",
+            f"  host      : {host}", f"  rank      : {rank} (local_rank: 0)", "  exitcode  : 1 (pid: 412)",
+            "  error_file: <N/A>",
+            "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html", rule]
 
 
 __all__ = [

@@ -20,7 +20,8 @@ UNRESOLVED_NAMES = 64
 
 def compact_results(aggregated: Any) -> list[dict]:
     """The planner's results: one per test (the run step already folded its repeats into the worst of them)."""
-    return [{"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"), "status": run.get("status", "failed")}
+    return [{"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"), "status": run.get("status", "failed"),
+             **({"reasons": run["reasons"]} if run.get("reasons") else {})}
             for run in flatten_runs(aggregated) if "id" in run]
 
 

@@ -3,7 +3,8 @@ group's nodes, stream the launcher log to stdout (the Argo UI shows it), parse i
 delete the job. `repeatCount` repeats it. A failed test is data: the step still exits 0 and the judge decides.
 
 Blame (NVCRE's reasons): a node that turns unschedulable or NotReady during the run → HardwareFailureDetected for
-that node only; a non-zero exit, a stall or a timeout → WorkloadFailed for the whole group.
+that node only; a non-zero exit, a stall or a timeout → WorkloadFailed for the whole group, unless the log names the
+host (`gpu-node-03: Test CUDA failure …`, a host's own NET/Socket fallback): then that node, with the line.
 """
 
 from __future__ import annotations
@@ -45,11 +46,12 @@ def _parse(entry: CatalogEntry, text: str) -> dict[str, Any]:
     return parse_training(text)
 
 
-def _log_reasons(entry: CatalogEntry, parsed: dict, platform: str, options: dict) -> list[dict]:
+def _log_reasons(entry: CatalogEntry, parsed: dict, platform: str, options: dict, nodes: list[str]) -> list[dict]:
     if entry.parser == "nccl":
         # A job that never leaves the node (intra-node, NVSwitch loopback) uses no network: nothing to check.
         fabric = platform_settings(platform).get("fabric") if entry.test != "loopback_nvswitch" else None
-        return reason_rules.nccl_reasons(parsed, fabric, bool(options.get("transportCheck", True)))
+        reasons = reason_rules.nccl_reasons(parsed, fabric, bool(options.get("transportCheck", True)))
+        return reason_rules.attribute_to_nodes(reasons, parsed, nodes)
     if entry.parser == "dcgm":
         return reason_rules.dcgm_reasons(parsed)
     if entry.parser == "exit":  # the job's own outcome is the whole verdict (see _outcome_reasons)
@@ -167,7 +169,10 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
                 parsed["goodputRatio"] = goodput_ratio(parsed, outcome.elapsed_s)
             if not diagnose or repeat == repeats - 1:  # diagnose: one log excerpt per test keeps the Workflow small
                 _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
-            reasons = _outcome_reasons(outcome, job.timeout_s, _log_reasons(entry, parsed, ctx.platform, options))
+            reasons = _outcome_reasons(outcome, job.timeout_s,
+                                       _log_reasons(entry, parsed, ctx.platform, options, job.nodes))
+            if entry.parser == "training":  # torchrun names the root cause's host: the launcher failure is its own
+                reasons = reason_rules.attribute_to_nodes(reasons, parsed, job.nodes, "training")
             if unpinned:  # no node can be blamed for a run it was not known to host: the group is (README)
                 reasons = [{**r, "node": None} for r in reasons]
             deleted = cluster.delete_job(name)
@@ -219,6 +224,9 @@ def diagnose_result(test_id: str, runs: list[dict], thresholds: dict) -> list[di
     out: dict[str, Any] = {"id": test_id, "busBandwidthGBps": None if failed else min(values),
                            "status": "failed" if failed else "ok", "jobs": len(runs),
                            "deleted": sum(1 for r in runs if r["jobDeleted"])}
+    said = sorted({str(x["reason"]) for r in runs if r["status"] != "ok" for x in r.get("reasons") or []})
+    if failed and said:
+        out["reasons"] = said  # names only: the planner keeps the most specific for the suspects it accuses
     leftover = [r["jobName"] for r in runs if not r["jobDeleted"]]
     if leftover:
         out["leftover"] = leftover

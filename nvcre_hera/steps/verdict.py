@@ -45,9 +45,11 @@ def _diagnose_results(verdict: Any, thresholds: dict) -> list[dict] | None:
     out = [{"group": "diagnose jobs", "nodes": [], "status": "ok", "metrics": _diagnose_metrics(verdict, thresholds),
             "reasons": []}]
     for s in verdict.get("suspects") or []:
-        message = (f"diagnose: {describe_evidence(s.get('evidence'))} (deficit {s.get('deficit')}, "
+        detail = f"{s['detail']}: " if s.get("detail") else ""
+        message = (f"diagnose: {detail}{describe_evidence(s.get('evidence'))} (deficit {s.get('deficit')}, "
                    f"confidence {s.get('confidence')})")
         out.append({"group": f"suspect-{s['node']}", "nodes": [s["node"]], "status": "failed", "metrics": {},
+                    "thresholdsJudgedElsewhere": True,
                     "reasons": [{"node": s["node"], "reason": s.get("reason") or "SuspectNode", "message": message}]})
     return out
 
