@@ -357,7 +357,9 @@ def _count_403(state_dir: Path) -> int:
     """Forbidden answers the workflow's service account got: they fail its step, and the runner logs the line."""
     log = state_dir / "logs" / "podrunner.log"
     text = log.read_text(errors="replace") if log.exists() else ""
-    return sum(1 for line in text.splitlines() if "403" in line and "Forbidden" in line)
+    # the runner logs a failed pod's last line: the API's Status body ("… is forbidden: User …") or the
+    # client's "(403)\nReason: Forbidden"; either form counts (it once matched only the second, and missed 36)
+    return sum(1 for line in text.splitlines() if "forbidden" in line.lower() or "(403)" in line)
 
 
 if __name__ == "__main__":
