@@ -326,3 +326,16 @@ def test_manifest_objects_include_the_optional_components():
     names = {(o["kind"], o["metadata"]["name"]) for o in objs}
     component = list(yaml.safe_load_all((REPO / "manifests/components/trainjob/role-trainjob.yaml").read_text()))
     assert ns == "nvcre" and {(d["kind"], d["metadata"]["name"]) for d in component} <= names
+
+
+@pytest.mark.skipif(not ARGO_MOD.is_dir(), reason="Argo v4.0.5 module source not in the Go module cache")
+def test_the_namespaced_training_runtime_crd_is_the_cluster_one_namespaced():
+    """The TrainJob backend creates a namespaced TrainingRuntime, whose CRD is not vendored: it is the vendored
+    ClusterTrainingRuntime's (the same TrainingRuntimeSpec upstream) with scope and names changed."""
+    from nvcre_hera.controlplane.install import TRAINING_RUNTIME
+
+    crds = {c.name: c for c in crd_files(SHARED, ARGO_MOD)}
+    twin, cluster = load_crd(crds[TRAINING_RUNTIME[0]]), load_crd(crds[TRAINING_RUNTIME[1]])
+    assert cluster["spec"]["scope"] == "Cluster" and twin["spec"]["scope"] == "Namespaced"
+    assert twin["spec"]["names"]["kind"] == "TrainingRuntime" and twin["metadata"]["name"] == TRAINING_RUNTIME[0]
+    assert twin["spec"]["versions"] == cluster["spec"]["versions"]

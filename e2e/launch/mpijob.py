@@ -6,6 +6,11 @@ launcher's mount namespaces only, so the generated command runs unchanged.
 
 What the images bring is modelled, not run: each pod's /etc/ssh is this machine's Debian openssh configuration plus
 the lines its image's Dockerfile adds (`images`), with fresh host keys per worker; PATH and HOME are a root image's.
+
+STAND-IN: Open MPI is Debian's (4.1), laid out at the image's MPI prefix (the directory above the generated mpirun's
+bin/, e.g. HPC-X's /opt/hpcx/ompi): an absolute mpirun path acts as Open MPI's --prefix, so each worker's orted is
+started from <prefix>/bin with <prefix>/lib on its library path (mpirun(1) "--prefix"), and the tree has to be on
+every pod. Not proven: that the image's own Open MPI build behaves the same.
 """
 
 from __future__ import annotations
@@ -68,6 +73,22 @@ def _etc_ssh(dir_: Path, image: ImageSSH, host_keys: bool) -> None:
                            check=True)
 
 
+def _mpi_at_image_prefix(scratch: Path, mpirun: str) -> list[tuple[str, str]]:
+    """(source, mount point) binding Debian's Open MPI at the prefix the generated mpirun path names."""
+    prefix = Path(mpirun).parent.parent
+    if not Path(mpirun).is_absolute() or prefix == Path("/usr"):
+        return []  # found on PATH, or Debian's own place
+    tree = scratch / "mpi-prefix"
+    (tree / "bin").mkdir(parents=True)
+    for tool in ("mpirun", "mpiexec", "orterun", "orted"):
+        found = shutil.which(tool)
+        if found:
+            (tree / "bin" / tool).symlink_to(Path(found).resolve())
+    libdir = subprocess.run(["mpicc", "--showme:libdirs"], capture_output=True, text=True, check=True).stdout.split()
+    (tree / "lib").symlink_to(libdir[0])
+    return [(str(tree), str(prefix))]
+
+
 def _read_ranks(report: Path) -> list[dict]:
     out = []
     for f in sorted(report.glob("rank-*.env")):
@@ -107,7 +128,9 @@ def run_mpijob(fabric: Fabric, manifest: dict, workload: dict[str, Path], report
     (config / "hostfile").chmod(0o444)
     privsep = scratch / "run-sshd"
     privsep.mkdir(mode=0o755)
-    common = [(str(hosts), "/etc/hosts"), (str(secret), mount), *[(str(f), p) for p, f in workload.items()]]
+    launcher_argv = pods[0].command
+    common = [(str(hosts), "/etc/hosts"), (str(secret), mount), *[(str(f), p) for p, f in workload.items()],
+              *_mpi_at_image_prefix(scratch, launcher_argv[0])]
     port = mpi_operator.readiness_port(manifest)
     worker_logs: dict[str, Path] = {}
     for pod in pods[1:]:

@@ -37,6 +37,25 @@ class CrdFile:
     path: Path
     name: str  # metadata.name, e.g. workflows.argoproj.io
     source: str  # where it came from, for the log
+    namespaced_from: str | None = None  # the cluster-scoped CRD in `path` this namespaced twin is made from
+
+
+# Kubeflow Trainer's TrainingRuntime (namespaced, what the TrainJob backend creates) and ClusterTrainingRuntime
+# (vendored) wrap the same TrainingRuntimeSpec (kubeflow/trainer pkg/apis/trainer/v1alpha1/trainingruntime_types.go):
+# the namespaced CRD is the cluster one with its scope and names changed.
+TRAINING_RUNTIME = ("trainingruntimes.trainer.kubeflow.org", "clustertrainingruntimes.trainer.kubeflow.org")
+
+
+def namespaced_twin(crd: dict, name: str) -> dict:
+    """A cluster-scoped CRD as its namespaced twin `name` (plural.group): same versions and schemas."""
+    out = json.loads(json.dumps(crd))
+    plural = name.split(".", 1)[0]
+    kind = crd["spec"]["names"]["kind"].removeprefix("Cluster")
+    out["metadata"] = {"name": name, **({"annotations": crd["metadata"]["annotations"]}
+                                        if crd.get("metadata", {}).get("annotations") else {})}
+    out["spec"]["scope"] = "Namespaced"
+    out["spec"]["names"] = {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": plural[:-1]}
+    return out
 
 
 def crd_files(schemas_dir: Path | None, argo_module_dir: Path) -> list[CrdFile]:
@@ -61,6 +80,9 @@ def crd_files(schemas_dir: Path | None, argo_module_dir: Path) -> list[CrdFile]:
             raise InstallError(f"schemas dir {schemas_dir}: not found; it holds the {name} CRD "
                                "(set --schemas-dir or NVCRE_SCHEMAS_DIR)")
         out.append(CrdFile(schemas_dir / fname, name, "shared/schemas"))
+    cluster_runtime = next(c for c in out if c.name == TRAINING_RUNTIME[1])
+    out.append(CrdFile(cluster_runtime.path, TRAINING_RUNTIME[0], "derived from the ClusterTrainingRuntime CRD",
+                       namespaced_from=TRAINING_RUNTIME[1]))
     for c in out:
         if not c.path.is_file():
             raise InstallError(f"CRD file {c.path}: not found")
@@ -87,6 +109,8 @@ def load_crd(c: CrdFile, cache_dir: Path | None = None) -> dict:
             tmp = cached.with_suffix(".tmp")
             tmp.write_text(json.dumps(doc, separators=(",", ":")))
             tmp.replace(cached)
+    if c.namespaced_from is not None and doc.get("metadata", {}).get("name") == c.namespaced_from:
+        doc = namespaced_twin(doc, c.name)
     if doc.get("metadata", {}).get("name") != c.name:
         raise InstallError(f"{c.path}: metadata.name is {doc.get('metadata', {}).get('name')!r}, expected {c.name}")
     return doc
