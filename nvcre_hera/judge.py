@@ -252,11 +252,24 @@ def _metric_stats(names: list[str], ok_runs: list[dict]) -> dict[str, dict]:
     return stats
 
 
+def sample_rows(samples: Any) -> list[dict]:
+    """A test's bandwidth samples as rows: the run step writes columns (`{sizeBytes: [...], algBandwidthGBps:
+    [...], busBandwidthGBps: [...]}`, one run each); rows (with their own `samples` count) are read as they are."""
+    if isinstance(samples, list):
+        return [r for r in samples if isinstance(r, dict)]
+    if not isinstance(samples, dict):
+        return []
+    sizes = samples.get("sizeBytes") or []
+    columns = {k: samples.get(k) or [] for k in ("algBandwidthGBps", "busBandwidthGBps")}
+    return [{"sizeBytes": size, **{k: (v[i] if i < len(v) else None) for k, v in columns.items()}, "samples": 1}
+            for i, size in enumerate(sizes)]
+
+
 def _bandwidth(ok_runs: list[dict]) -> list[dict]:
     """Per message size, the mean over runs of alg/bus bandwidth and the total sample count."""
     by_size: dict[int, list[dict]] = {}
     for run in ok_runs:
-        for row in run.get("samples") or []:
+        for row in sample_rows(run.get("samples")):
             if isinstance(row.get("sizeBytes"), (int, float)):
                 by_size.setdefault(int(row["sizeBytes"]), []).append(row)
     table = []
