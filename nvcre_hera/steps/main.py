@@ -85,14 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-SIGTERM_EXIT = 128 + signal.SIGTERM
-
-
 def _exit_on_sigterm() -> None:
     """Turn SIGTERM into SystemExit(143), so `finally`/`except` blocks run (the run step deletes its job objects).
     The kubelet sends SIGTERM when the pod's activeDeadlineSeconds passes or it is deleted or evicted, and Argo's
-    `stop`/`terminate` signal the main container the same way (argo-workflows workflow/controller/exec_control.go,
-    killContainers); Python's default for SIGTERM is to die at once, running nothing."""
+    `stop`/`terminate` end running pods the same way (argo-workflows v4.0.5 workflow/controller/exec_control.go
+    L18-49, applyExecutionControl -> PodController.TerminateContainers); Python's default for SIGTERM is to die at once, running nothing."""
     def stop(signum: int, _frame: object) -> None:
         raise SystemExit(128 + signum)
 
