@@ -26,7 +26,8 @@ class _PerThreadStream(io.TextIOBase):
         self.local = threading.local()
 
     def _target(self) -> Any:
-        return getattr(self.local, "buffer", None) or self.fallback
+        local = self.__dict__.get("local")  # absent while the object is built or torn down: write through
+        return getattr(local, "buffer", None) or self.__dict__.get("fallback") or sys.__stdout__
 
     def write(self, text: str) -> int:
         return self._target().write(text)
@@ -35,7 +36,8 @@ class _PerThreadStream(io.TextIOBase):
         self._target().flush()
 
     def isatty(self) -> bool:
-        return False if getattr(self.local, "buffer", None) else self.fallback.isatty()
+        capturing = getattr(self.__dict__.get("local"), "buffer", None) is not None
+        return not capturing and bool(self._target().isatty())
 
 
 _STREAMS = ("stdout", "stderr")
