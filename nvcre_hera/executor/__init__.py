@@ -12,12 +12,21 @@ import json
 import uuid
 from typing import Any, Callable
 
+from nvcre_hera.executor.dag import DagRun
 from nvcre_hera.executor.engine import Abort, Call, Engine
 from nvcre_hera.executor.model import NodeStatus, PodRequest, PodResult, WorkflowRun
 from nvcre_hera.executor.spec import check_workflow
+from nvcre_hera.executor.steps import StepsRun
 from nvcre_hera.executor.template import Scope, parse_duration, render_item
 
 DEFAULT_CREATION = "1970-01-01T00:00:00Z"
+
+
+def start_invocation(engine: Engine, call: Call, tmpl: dict[str, Any], node: NodeStatus, scope: Scope,
+                     done: Callable[[NodeStatus], None]) -> None:
+    """A DAG or Steps template's body: the engine calls this for every non-container template."""
+    run = DagRun if "dag" in tmpl else StepsRun
+    run(engine, call, tmpl, node, scope, done).start()
 
 
 def run_workflow(workflow: dict[str, Any], pod_runner: Callable[[PodRequest], PodResult], *,
@@ -47,7 +56,7 @@ def run_workflow(workflow: dict[str, Any], pod_runner: Callable[[PodRequest], Po
     parallelism = int(spec["parallelism"]) if spec.get("parallelism") else None
     engine = Engine(name, templates, pod_runner, globals_=globals_, overhead=pod_start_overhead_s, on_event=on_event,
                     max_pods=max_pods, parallelism=parallelism, semaphores=dict(semaphores or {}), deadline=deadline,
-                    wf_meta=wf_meta)
+                    wf_meta=wf_meta, start_invocation=start_invocation)
     for i, sem in enumerate((spec.get("synchronization") or {}).get("semaphores") or []):
         ref = sem.get("configMapKeyRef") or {}
         key = f"{ref.get('name')}/{ref.get('key')}"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import heapq
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from nvcre_hera.errors import UnsupportedConstruct
 from nvcre_hera.executor.caps import Cap, Caps
@@ -21,13 +21,22 @@ from nvcre_hera.executor.model import NodeStatus, PodRequest, PodResult
 from nvcre_hera.executor.template import ResolveError, Scope, parse_duration, render_item, substitute, \
     substitute_all
 
-if TYPE_CHECKING:
-    from nvcre_hera.executor.dag import Invocation
-
 MAX_DEPTH = 100
 DEADLINE_MSG = "Pod was active on the node longer than the specified deadline"
 WF_DEADLINE_MSG = "Step exceeded its deadline"
 _SYMBOL = {"Succeeded": "✓", "Failed": "✗", "Error": "!", "Skipped": "↷", "Omitted": "∅"}
+
+
+class Boundary(Protocol):
+    """The running DAG/Steps invocation a call belongs to: its node, and its `parallelism` cap if it has one."""
+
+    node: NodeStatus
+    cap: Cap | None
+
+
+# Starts a DAG or Steps body: (engine, call, template, node, scope, done). Injected by run_workflow, so the engine
+# does not import the dag and steps modules that build on it.
+StartInvocation = Callable[["Engine", "Call", dict[str, Any], NodeStatus, Scope, Callable[[NodeStatus], None]], None]
 
 
 class Abort(Exception):
@@ -42,7 +51,7 @@ class Call:
     display: str
     template: str
     args: dict[str, str]
-    boundary: Invocation | None
+    boundary: Boundary | None
     parent: NodeStatus | None
     depth: int
     on_done: Callable[[NodeStatus], None]
@@ -63,7 +72,8 @@ class Engine:
     def __init__(self, wf_name: str, templates: dict[str, dict[str, Any]], runner: Callable[[PodRequest], PodResult],
                  *, globals_: Scope, overhead: float, on_event: Callable[[str], None] | None, max_pods: int,
                  parallelism: int | None, semaphores: dict[str, int], deadline: float | None,
-                 wf_meta: dict[str, str]) -> None:
+                 wf_meta: dict[str, str], start_invocation: StartInvocation) -> None:
+        self.start_invocation = start_invocation
         self.wf_name, self.templates, self.runner = wf_name, templates, runner
         self.globals, self.overhead, self.on_event, self.max_pods = globals_, overhead, on_event, max_pods
         self.now, self.deadline, self.wf_meta = 0.0, deadline, wf_meta
@@ -90,7 +100,7 @@ class Engine:
 
     # -- nodes -------------------------------------------------------------------------------------------------
     def new_node(self, name: str, display: str, type_: str, template: str, parent: NodeStatus | None,
-                 boundary: Invocation | None, phase: str = "Pending", message: str = "") -> NodeStatus:
+                 boundary: Boundary | None, phase: str = "Pending", message: str = "") -> NodeStatus:
         node = NodeStatus(id=fnv_id(self.wf_name, name), name=name, display_name=display, type=type_,
                           template=template, phase=phase, message=message, started=self.now,
                           boundary_id=boundary.node.id if boundary else "")
@@ -102,7 +112,7 @@ class Engine:
             self.emit(node)
         return node
 
-    def hang(self, name: str, display: str, template: str, parent: NodeStatus | None, boundary: Invocation | None,
+    def hang(self, name: str, display: str, template: str, parent: NodeStatus | None, boundary: Boundary | None,
              why: str) -> NodeStatus:
         """A task Argo would requeue for ever (template.MissingVariable): a Pending node that never ends."""
         node = self.new_node(name, display, "Pod", template, parent, boundary, "Pending",
@@ -209,8 +219,7 @@ class Engine:
             if kind == "Pod":
                 self._start_pod(call, tmpl, node, scope, attempt, finished)
             else:
-                from nvcre_hera.executor.dag import start_invocation
-                start_invocation(self, call, tmpl, node, scope, finished)
+                self.start_invocation(self, call, tmpl, node, scope, finished)
 
         self.caps.acquire(caps, lambda: self.at(self.now, start))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from nvcre_hera.executor.dag import Invocation, continues_on
+from nvcre_hera.executor.invocation import Invocation, continues_on
 from nvcre_hera.executor.model import NodeStatus
 from nvcre_hera.executor.template import ResolveError, item_label, item_vars
 
