@@ -243,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workflow", default=None, help="read the report from this Workflow (ARGO_SERVER if set, else "
                    "the Kubernetes API from the current kubeconfig)")
     p.add_argument("--namespace", default=None)
-    p.add_argument("--format", choices=["text", "json", "junit", "html"], default="text")
+    p.add_argument("--format", choices=["text", "json", "junit", "html", "ctrf"], default="text")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("catalog", help="the catalog of test categories")

@@ -17,6 +17,7 @@ from nvcre_hera.jobs import JobContext, JobPlan, backend_for, job_objects, plan_
 from nvcre_hera.diagnose.nodesets import to_nodes
 from nvcre_hera.nodeindex import resolve
 from nvcre_hera.parsers import reasons as reason_rules
+from nvcre_hera.report.bundle import encode_gpu_results
 from nvcre_hera.steps.io import Outputs
 from nvcre_hera.units import parse_duration
 
@@ -187,6 +188,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
                 **({"placement": "Unpinned", "nodeCount": len(job.nodes)} if unpinned else {}),
                 **_nic_record(job),
                 "metrics": metrics, "samples": _samples(parsed) if entry.parser == "nccl" else [],
+                # per GPU and test, one letter each (nvcre_hera/report/bundle.py): the bundle's DCGM rows
+                **({"gpuResults": encode_gpu_results(parsed)} if entry.parser == "dcgm" else {}),
                 "reasons": reasons, "runtimeSec": round(cluster.now() - started, 1), "jobName": name,
                 "jobDeleted": deleted,
                 # the report's failure log: only failures need one, and it is stored with the Workflow

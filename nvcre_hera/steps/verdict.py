@@ -11,6 +11,7 @@ from nvcre_hera.catalog import plan_entry
 from nvcre_hera.judge import judge
 from nvcre_hera.report.card import describe_evidence, render_card
 from nvcre_hera.steps.io import Outputs, flatten_runs
+from nvcre_hera.steps.verdict_outputs import write_outputs
 
 
 def _judged_value(expr: str, low: float, high: float) -> float:
@@ -108,6 +109,7 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
         log(line)
     out.write("report", report)
     out.write("result", report["result"])
+    write_outputs(report, categories, plan, out, log)
     return 0 if report["result"] == "PASSED" else 1
 
 
