@@ -67,7 +67,7 @@ def _out_dir(args: list[str]) -> str:
 
 def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: str | None = None,
               on_event: Callable[[str], None] | None = None,
-              mutate: Callable[[dict], dict] | None = None) -> LocalRun:
+              mutate: Callable[[dict], dict] | None = None, nvsentinel_configmaps: bool = False) -> LocalRun:
     """`mutate` edits the compiled workflow before it runs (the end-to-end tests drive failure paths with it)."""
     from nvcre_hera.compile.plan import CompileOptions
     from nvcre_hera.compile.workflow import compile_certification
@@ -77,7 +77,8 @@ def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: st
 
     cert = load_certification(cert_path)
     cluster = load_sim_cluster(cluster_path or DEFAULT_CLUSTER)
-    opts = CompileOptions(namespace=cert.metadata.namespace or "nvcre", step_image=step_image or "")
+    opts = CompileOptions(namespace=cert.metadata.namespace or "nvcre", step_image=step_image or "",
+                          nvsentinel_configmaps=nvsentinel_configmaps)
     workflow = compile_certification(cert, opts)
     runnable = json.loads(json.dumps(workflow))
     runnable["metadata"]["name"] = f"{cert.metadata.name}-local"
@@ -104,7 +105,8 @@ def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: st
 
 
 def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out", quiet: bool = False,
-            step_image: str | None = None, engine: str = "local", state_dir: str = ".e2e/run") -> int:
+            step_image: str | None = None, engine: str = "local", state_dir: str = ".e2e/run",
+            nvsentinel_configmaps: bool = False) -> int:
     import yaml
 
     from nvcre_hera.report import render
@@ -124,6 +126,9 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
     except OSError as exc:
         raise InputError(f"cannot create the folder: {exc.strerror or exc}", f"--out {out_dir}") from None
     if engine == "argo":
+        if nvsentinel_configmaps:
+            raise InputError("only the local engine models the judge's ConfigMap writes and reads them back: use "
+                             "--engine local", "--nvsentinel-configmaps")
         from nvcre_hera.argo_run import run_argo
 
         def node_progress(node: dict) -> None:
@@ -133,7 +138,8 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
         local = run_argo(cert_path, cluster, step_image=step_image, state_dir=state_dir,
                          on_node=None if quiet else node_progress)
     else:
-        local = run_local(cert_path, cluster, step_image=step_image, on_event=None if quiet else progress)
+        local = run_local(cert_path, cluster, step_image=step_image, on_event=None if quiet else progress,
+                          nvsentinel_configmaps=nvsentinel_configmaps)
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     (out / "workflow.yaml").write_text(yaml.dump(local.workflow, Dumper=dumper, sort_keys=False, width=120))
     if local.report is None:
@@ -174,7 +180,15 @@ def write_certify_outputs(out: Path, local: LocalRun, cert_path: str) -> list[Pa
     files = bundle_files(local.report, read_ndjson(rows_text or ""), plan=plan,
                          spec_bytes=Path(cert_path).read_bytes(), spec_name=Path(cert_path).name)
     write_bundle(out / "bundle", files)
-    return [out / "report.ctrf.json", out / "bundle/"]
+    written = [out / "report.ctrf.json", out / "bundle"]
+    configmaps = getattr(local.cluster, "configmaps", None)
+    if configmaps:  # what the judge wrote to the (simulated) API, as `kubectl get -o yaml` would show them
+        import yaml
+
+        path = out / "nvsentinel-configmaps.yaml"
+        path.write_text(yaml.safe_dump_all(list(configmaps.values()), sort_keys=False, width=120))
+        written.append(path)
+    return written
 
 
 __all__ = ["DEFAULT_CLUSTER", "LocalRun", "certify", "run_local", "step_pod_runner", "write_certify_outputs"]

@@ -166,6 +166,21 @@ class KubeCluster:
         self._kinds[name] = kind
         return name
 
+    def apply_configmap(self, manifest: dict) -> str:
+        """Create the ConfigMap, or replace it when it exists (the judge's NVSentinel node lists; RBAC for it in
+        manifests/components/nvsentinel)."""
+        from kubernetes.client.exceptions import ApiException
+
+        name = manifest["metadata"]["name"]
+        namespace = manifest["metadata"].get("namespace") or self.namespace
+        try:
+            self._call(self.core.create_namespaced_config_map, namespace, manifest)
+        except ApiException as err:
+            if getattr(err, "status", None) != 409:
+                raise
+            self._call(self.core.replace_namespaced_config_map, name, namespace, manifest)
+        return name
+
     def get_job(self, name: str) -> tuple[str, dict] | None:
         """(kind, object) of a job object, None if it does not exist."""
         from kubernetes.client.exceptions import ApiException

@@ -19,6 +19,7 @@ from hera.workflows import models as m
 
 from nvcre_hera.api import Certification
 from nvcre_hera.compile.diagnose import CONTINUE, diagnose_template, plan_template
+from nvcre_hera.compile.outputs import judge_artifacts, judge_output_args
 from nvcre_hera.compile.plan import CompileOptions, category_task_name, workflow_plan
 from nvcre_hera.jobs import backend_for
 from nvcre_hera.spec_load import ResolvedCategory, resolve_categories
@@ -170,10 +171,10 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
              *[a for c in categories for a in ("--results", f"{c.index}={{{{inputs.parameters.results-{c.index}}}}}")],
              *[a for c in categories if not _diagnose(c)
                for a in ("--groups", f"{c.index}={{{{inputs.parameters.groups-{c.index}}}}}")],
-             "--out", OUT_DIR],
+             *judge_output_args(opts), "--out", OUT_DIR],
             inputs=[Parameter(name="summary"), *[Parameter(name=f"results-{c.index}") for c in categories],
                     *[Parameter(name=f"groups-{c.index}") for c in categories if not _diagnose(c)]],
-            outputs=[_output("report", "{}"), _output("result", "UNKNOWN")],
+            outputs=[_output("report", "{}"), _output("result", "UNKNOWN"), *judge_artifacts(opts, OUT_DIR)],
         )
         _step("cleanup", image,
               ["cleanup", "--workflow-name", "{{workflow.name}}", "--namespace", "{{workflow.namespace}}",

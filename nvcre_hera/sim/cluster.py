@@ -88,6 +88,7 @@ class SimCluster:
         # Objects a job depends on (a TrainJob's TrainingRuntime): name -> labels, while they exist.
         self._dependencies: dict[str, dict[str, str]] = {}
         self._dependency_manifests: dict[str, dict] = {}  # their pod templates, for the scheduling stand-in
+        self.configmaps: dict[str, dict] = {}  # what the judge wrote (NVSentinel node lists), by name
 
     @classmethod
     def from_spec(cls, spec: SimulatedClusterSpec) -> SimCluster:
@@ -115,6 +116,14 @@ class SimCluster:
                 node = with_health(node, state)
             out.append(json.loads(json.dumps(node)))  # callers may mutate their copy
         return out
+
+    def apply_configmap(self, manifest: dict) -> str:
+        """Create or replace a ConfigMap (the API's create, then replace on 409), kept as the API would store it."""
+        name = (manifest.get("metadata") or {}).get("name")
+        if not name:
+            raise ValueError("ConfigMap manifest has no metadata.name")
+        self.configmaps[name] = json.loads(json.dumps(manifest))
+        return name
 
     # --- jobs -----------------------------------------------------------------------------------------------------
     def create_job(self, manifest: dict) -> str:

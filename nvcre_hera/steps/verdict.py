@@ -71,7 +71,8 @@ def with_missing_groups(flat: list[dict], groups: list[dict], category: str) -> 
 
 
 def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out: Outputs,
-               log: Callable[[str], None], groups: dict[int, Any] | None = None) -> int:
+               log: Callable[[str], None], groups: dict[int, Any] | None = None, cluster: Any = None,
+               nvsentinel: dict | None = None) -> int:
     by_index = {c["index"]: c for c in summary.get("categories") or []}
     categories = []
     for cat in plan["categories"]:
@@ -109,7 +110,7 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
         log(line)
     out.write("report", report)
     out.write("result", report["result"])
-    write_outputs(report, categories, plan, out, log)
+    write_outputs(report, categories, plan, out, log, cluster=cluster, nvsentinel=nvsentinel)
     return 0 if report["result"] == "PASSED" else 1
 
 

@@ -17,7 +17,9 @@ BUNDLE_DIR = "bundle"
 
 
 def write_outputs(report: dict, categories: list[dict], plan: dict[str, Any], out: Outputs,
-                  log: Callable[[str], None]) -> None:
+                  log: Callable[[str], None], *, cluster: Any = None, nvsentinel: dict | None = None) -> None:
+    if nvsentinel is not None:
+        write_nvsentinel(report, cluster, nvsentinel, log)
     files = bundle_files(report, component_rows(categories), plan=plan)
     for name, data in files.items():
         out.write(f"{BUNDLE_DIR}/{name}", data.decode())
@@ -26,4 +28,25 @@ def write_outputs(report: dict, categories: list[dict], plan: dict[str, Any], ou
         f"configured (docs/outputs.md)")
 
 
-__all__ = ["BUNDLE_DIR", "write_outputs"]
+def write_nvsentinel(report: dict, cluster: Any, where: dict, log: Callable[[str], None]) -> list[str]:
+    """Create or replace the node-list ConfigMaps; an API refusal is logged with the ConfigMap's name (the verdict
+    stands either way: it is in the report and the exit code)."""
+    from nvcre_hera.report.nvsentinel import result_configmaps
+
+    maps = result_configmaps(report, workflow_name=str(where["workflowName"]),
+                             namespace=str(where.get("namespace") or "nvcre"), workflow_uid=where.get("workflowUid"))
+    written = []
+    for cm in maps:
+        name = cm["metadata"]["name"]
+        try:
+            written.append(cluster.apply_configmap(cm))
+            log(f"judge: NVSentinel ConfigMap {cm['metadata']['namespace']}/{name} written "
+                f"({', '.join(cm['binaryData'])})")
+        except Exception as err:  # noqa: BLE001 - report each one and try the others
+            log(f"judge: could not write NVSentinel ConfigMap {name}: {err}")
+    if not maps:
+        log("judge: no NVSentinel ConfigMap to write (no category passed or blamed a node)")
+    return written
+
+
+__all__ = ["BUNDLE_DIR", "write_nvsentinel", "write_outputs"]
