@@ -19,6 +19,7 @@ from nvcre_hera.nodeindex import resolve
 from nvcre_hera.parsers import reasons as reason_rules
 from nvcre_hera.report.bundle import encode_gpu_results
 from nvcre_hera.steps.io import Outputs
+from nvcre_hera.steps.metric_outputs import run_outputs
 from nvcre_hera.units import parse_duration
 
 LOG_TAIL_LINES = 20
@@ -215,6 +216,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         raise
     out.write("metrics", diagnose_result(group["id"], results, options.get("thresholds") or {})
               if diagnose else results)
+    for name, value in run_outputs(group["id"], results[0]["nodes"] if results else [], results).items():
+        out.write(name, value)  # what the compiled workflow's nvcre_nccl_busbw_gbs gauge reads
     return 0
 
 

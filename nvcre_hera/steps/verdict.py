@@ -11,6 +11,7 @@ from nvcre_hera.catalog import plan_entry
 from nvcre_hera.judge import judge
 from nvcre_hera.report.card import describe_evidence, render_card
 from nvcre_hera.steps.io import Outputs, flatten_runs
+from nvcre_hera.steps.metric_outputs import status_outputs
 from nvcre_hera.steps.verdict_outputs import write_outputs
 
 
@@ -110,6 +111,8 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
         log(line)
     out.write("report", report)
     out.write("result", report["result"])
+    for name, value in status_outputs(report, [c["index"] for c in plan["categories"]]).items():
+        out.write(name, value)  # what the compiled workflow's nvcre_certification_status gauge reads
     write_outputs(report, categories, plan, out, log, cluster=cluster, nvsentinel=nvsentinel)
     return 0 if report["result"] == "PASSED" else 1
 
