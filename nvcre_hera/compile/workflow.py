@@ -22,6 +22,7 @@ from nvcre_hera.compile.diagnose import CONTINUE, diagnose_template, plan_templa
 from nvcre_hera.compile.metrics import has_busbw, judge_metrics, run_metrics
 from nvcre_hera.compile.outputs import judge_artifacts, judge_output_args
 from nvcre_hera.steps.metric_outputs import NO_MEASUREMENT
+from nvcre_hera.cluster.base import DEFAULT_SCHEDULING_TIMEOUT
 from nvcre_hera.compile.plan import CompileOptions, category_task_name, workflow_plan
 from nvcre_hera.jobs import backend_for
 from nvcre_hera.spec_load import ResolvedCategory, resolve_categories
@@ -48,8 +49,10 @@ def _output(name: str, default: str) -> Parameter:
 
 
 def _test_deadline_s(cat: ResolvedCategory) -> int:
-    """Backstop for the test pod: every repeat's job timeout plus its measurement wait, plus pod slack."""
-    per_job = parse_duration(cat.options["timeoutPerJob"]) + parse_duration(cat.options["measurementTimeout"])
+    """Backstop for the test pod: every repeat's job timeout, its measurement wait and the time its pods may wait
+    unschedulable (schedulingTimeout, off the job's clock), plus pod slack."""
+    per_job = parse_duration(cat.options["timeoutPerJob"]) + parse_duration(cat.options["measurementTimeout"]) + \
+        parse_duration(str(cat.options.get("schedulingTimeout") or DEFAULT_SCHEDULING_TIMEOUT))
     return int(per_job * int(cat.options["repeatCount"]) + 300)
 
 

@@ -62,6 +62,10 @@ def _message(category: dict, group: dict, failed: dict | None) -> str:
         lines.append(str((failed or {}).get("message") or "; ".join(
             str(r.get("message") or r.get("reason")) for r in group.get("reasons") or []) or "failed"))
     lines += _threshold_lines(category, group.get("metrics") or {})
+    blocked = group.get("schedulingBlocked")
+    if blocked:
+        lines.append(f"WorkloadSchedulingBlocked: pods unschedulable for {float(blocked.get('seconds') or 0):.0f}s "
+                     f"(not counted against timeoutPerJob): {blocked.get('message')}")
     if not category.get("thresholdsSet"):
         lines.append("no thresholds set: measurements recorded, not judged")
     return "\n".join(lines)
@@ -84,6 +88,7 @@ def _group_test(category: dict, group: dict, failed: dict | None) -> dict:
                   **({"nodeCount": group.get("nodeCount"), "unpinned": True} if group.get("unpinned") else {}),
                   "reasons": list(group.get("reasons") or []), "metrics": dict(group.get("metrics") or {}),
                   "repeats": group.get("repeats"),
+                  **({"schedulingBlocked": dict(group["schedulingBlocked"])} if group.get("schedulingBlocked") else {}),
                   **({"reason": failed.get("reason"), "blamedNodes": list(failed.get("blamedNodes") or [])}
                      if failed else {})}}
     if failed and failed.get("failureLog"):
