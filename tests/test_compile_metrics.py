@@ -77,3 +77,13 @@ def test_values_resolve_to_what_the_report_says() -> None:
     assert judge["status"] == "failed" and report["result"] == "FAILED"
     assert [judge[f"status-{i}"] for i in range(2)] == [
         {"Passed": "succeeded", "Failed": "failed"}[c["status"]] for c in report["categories"]]
+
+
+@pytest.mark.parametrize("cert", EXAMPLES, ids=lambda p: p.stem)
+def test_one_help_and_one_type_per_metric_name(cert: Path) -> None:
+    """The controller keeps one instrument per name and refuses a second help text or type for it
+    (argo-workflows v4.0.5 workflow/metrics/metrics_custom.go L129-150, matchExistingMetric)."""
+    seen: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for _, metric in _metrics(compile_certification(load_certification(str(cert)))):
+        shape = (metric["help"], tuple(k for k in ("gauge", "counter", "histogram") if k in metric))
+        assert seen.setdefault(metric["name"], shape) == shape

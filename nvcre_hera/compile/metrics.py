@@ -12,7 +12,8 @@ docs/metrics.md "Custom metrics"), with the names NVCRE uses:
 
 Values come from output parameters the steps write (`{{outputs.parameters.X}}`, which Argo puts in a template
 metric's scope once the node is fulfilled: argo-workflows v4.0.5 workflow/controller/steps.go L661-710,
-prepareMetricScope). A value Argo cannot resolve or parse adds a `MetricsError` condition to the workflow and
+prepareMetricScope). The controller keeps one instrument per name: every template's metric of one name has the same
+help and type (workflow/metrics/metrics_custom.go L129-150, matchExistingMetric). A value Argo cannot resolve or parse adds a `MetricsError` condition to the workflow and
 changes nothing else (operator.go L4061-4174, computeMetrics / reportMetricEmissionError).
 
 Name and label-key rule: argo-workflows v4.0.5 workflow/metrics/util.go L18-21 (IsValidMetricName: prometheus
