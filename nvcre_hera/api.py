@@ -199,6 +199,9 @@ class CategoryOptions(_Model):
     min_group_size: int | None = Field(None, alias="minGroupSize", ge=1)
     timeout_per_job: str | None = Field(None, alias="timeoutPerJob")
     measurement_timeout: str | None = Field(None, alias="measurementTimeout")
+    # nvcre-hera: how long a test's pods may stay unschedulable (WorkloadSchedulingBlocked) before the test fails;
+    # that time does not count against timeoutPerJob
+    scheduling_timeout: str | None = Field(None, alias="schedulingTimeout")
     repeat_count: int | None = Field(None, alias="repeatCount", ge=1, le=100)
     startup_stall_timeout_seconds: int | None = Field(None, alias="startupStallTimeoutSeconds", ge=1)
     image: str | None = None
@@ -257,7 +260,7 @@ class CategoryOptions(_Model):
             parse_byte_size(value)
         return value
 
-    @field_validator("timeout_per_job", "measurement_timeout")
+    @field_validator("timeout_per_job", "measurement_timeout", "scheduling_timeout")
     @classmethod
     def _duration(cls, value: str | None) -> str | None:
         if value is not None:

@@ -28,7 +28,9 @@ def _compile_options(args: argparse.Namespace):
     try:
         return CompileOptions(kind=kind, schedule=getattr(args, "schedule", None)
                               or "0 3 * * *", namespace=args.namespace, service_account=args.service_account,
-                              step_image=args.step_image or "")
+                              step_image=args.step_image or "",
+                              nvsentinel_configmaps=bool(getattr(args, "nvsentinel_configmaps", False)),
+                              bundle_artifact=bool(getattr(args, "bundle_artifact", False)))
     except ValueError as exc:
         raise InputError(str(exc)) from None
 
@@ -90,7 +92,8 @@ def cmd_certify(args: argparse.Namespace) -> int:
     from nvcre_hera.local_run import certify
 
     return certify(args.cert, cluster=args.cluster, out_dir=args.out, quiet=args.quiet,
-                   step_image=args.step_image, engine=args.engine, state_dir=args.state_dir)
+                   step_image=args.step_image, engine=args.engine, state_dir=args.state_dir,
+                   nvsentinel_configmaps=args.nvsentinel_configmaps)
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
@@ -179,6 +182,15 @@ def _add_compile_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--service-account", default="nvcre-hera", help="service account the steps run as")
     p.add_argument("--step-image", default=None, help="image of the workflow's own steps (default: "
                    "NVCRE_STEP_IMAGE or the release image)")
+    _add_output_flags(p)
+    p.add_argument("--bundle-artifact", action="store_true", help="declare the judge's results bundle as an Argo "
+                   "output artifact (needs an artifact repository, else the judge errors: docs/outputs.md)")
+
+
+def _add_output_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nvsentinel-configmaps", action="store_true", help="the judge also writes the failed and "
+                   "succeeded node lists as the ConfigMaps NVSentinel's nvcre-certification-monitor reads "
+                   "(RBAC: manifests/components/nvsentinel; docs/outputs.md)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -198,6 +210,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="local: the in-process executor (default); argo: the real Argo controller on the loopback "
                         "control plane (make e2e-up; started if not up)")
     p.add_argument("--state-dir", default=".e2e/run", help="the loopback control plane's state (--engine argo)")
+    _add_output_flags(p)
     p.set_defaults(func=cmd_certify)
 
     p = sub.add_parser("compile", help="print the Argo Workflow (or WorkflowTemplate / CronWorkflow)")
@@ -243,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workflow", default=None, help="read the report from this Workflow (ARGO_SERVER if set, else "
                    "the Kubernetes API from the current kubeconfig)")
     p.add_argument("--namespace", default=None)
-    p.add_argument("--format", choices=["text", "json", "junit", "html"], default="text")
+    p.add_argument("--format", choices=["text", "json", "junit", "html", "ctrf"], default="text")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("catalog", help="the catalog of test categories")

@@ -31,8 +31,11 @@ KIND = "CertificationReport"
 
 # The reason a failed group or category is filed under: the most specific first (NVCRE: HardwareFailed wins).
 REASON_PRECEDENCE = ("HardwareFailureDetected", "DataCorruption", "TransportMismatch", "DiagnosticFailed",
-                     "WorkloadFailed", "SuspectNode", "InfrastructureFault", "Unresolved", "ThresholdViolation",
-                     "MeasurementNotFound")
+                     "WorkloadFailed", "SuspectNode", "WorkloadSchedulingBlocked", "InfrastructureFault", "Unresolved",
+                     "ThresholdViolation", "MeasurementNotFound")
+# Reasons that fail a group without blaming any node: pods the scheduler could not place say nothing about the nodes
+# (NVCRE ADR-083: "no node-failure attribution"); the group's nodes are listed in `failedGroupMembers`.
+NO_BLAME_REASONS = frozenset({"WorkloadSchedulingBlocked"})
 # Each node reason as NVCRE's FailedNode reason (api/v1alpha1/job_types.go, NodeFailureReason: exactly these three),
 # for consumers that match on NVCRE's values; see README "Reasons" for why each maps where it does.
 NVCRE_NODE_REASON = {
@@ -147,6 +150,8 @@ def _run_blame(run_reasons: list[dict], nodes: list[str]) -> list[dict]:
     named = list(dict.fromkeys(r["node"] for r in run_reasons if r["node"]))
     out = []
     for r in run_reasons:
+        if r["reason"] in NO_BLAME_REASONS:
+            continue
         for node in [r["node"]] if r["node"] else named or nodes:
             out.append({"name": node, "reason": r["reason"], "message": r["message"]})
     return out
@@ -178,10 +183,13 @@ def _judge_group(name: str, runs: list[dict], thresholds: dict,
     metrics = {m: _worst(m, (_number((run.get("metrics") or {}).get(m)) for run in runs)) for m in metric_names}
     warnings = list(dict.fromkeys(str(w) for run in runs for w in run.get("warnings") or []))[:WARNINGS_KEPT]
     unpinned = any(run.get("placement") == "Unpinned" for run in runs)
+    # WorkloadSchedulingBlocked: the longest time a repeat's pods waited unschedulable (off timeoutPerJob)
+    blocked = [r["schedulingBlocked"] for r in runs if isinstance(r.get("schedulingBlocked"), dict)]
     group = {"name": name, "nodes": nodes, "status": "Failed" if reasons else "Passed",
              # Unpinned: the scheduler chose the nodes and the step does not know which: a count, no names
              **({"unpinned": True, "nodeCount": max(int(r.get("nodeCount") or 0) for r in runs)} if unpinned else {}),
              **({"warnings": warnings} if warnings else {}),  # NCCL WARN lines: kept, never a failure by themselves
+             **({"schedulingBlocked": max(blocked, key=lambda b: float(b.get("seconds") or 0))} if blocked else {}),
              "metrics": {k: v for k, v in metrics.items() if v is not None}, "reasons": reasons,
              "repeats": len(runs), "runtimeSec": round(sum(float(r.get("runtimeSec") or 0) for r in runs), 3),
              "failureLog": _log_tail(failed_logs[0]) if failed_logs else ""}
@@ -461,4 +469,5 @@ def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str
     })
 
 
-__all__ = ["API_VERSION", "KIND", "NVCRE_NODE_REASON", "REASON_PRECEDENCE", "judge", "judge_category"]
+__all__ = ["API_VERSION", "KIND", "NO_BLAME_REASONS", "NVCRE_NODE_REASON", "REASON_PRECEDENCE", "judge",
+           "judge_category"]

@@ -11,7 +11,7 @@ import json
 import re
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -28,14 +28,18 @@ class LocalRun:
     run: object
     report: dict | None
     cluster: object
+    # the last judge pod's bundle files ({name: text}; nvcre_hera/steps/verdict_outputs.py), empty if none ran
+    bundle: dict = field(default_factory=dict)
 
     @property
     def result(self) -> str:
         return (self.report or {}).get("result", "FAILED")
 
 
-def step_pod_runner(cluster, step_image: str) -> Callable:
-    """Map a container of our step image to `nvcre-step` in process; the pod's run time is the clock's advance."""
+def step_pod_runner(cluster, step_image: str, bundle: dict | None = None) -> Callable:
+    """Map a container of our step image to `nvcre-step` in process; the pod's run time is the clock's advance.
+    `bundle`, when given, receives the files a judge pod writes under its `--out`/bundle/ (what a real pod would
+    leave for Argo's output artifact)."""
     from nvcre_hera.executor import PodResult
     from nvcre_hera.steps.inprocess import run_step
     from nvcre_hera.steps.io import Outputs
@@ -47,6 +51,10 @@ def step_pod_runner(cluster, step_image: str) -> Callable:
         cluster.set_clock(req.start_time)
         outputs = Outputs(_out_dir(req.args), in_memory=True)
         code, stdout = run_step(req.args, cluster=cluster, outputs=outputs)
+        if bundle is not None and req.args[:1] == ["judge"]:
+            prefix = _out_dir(req.args).rstrip("/") + "/bundle/"
+            bundle.clear()
+            bundle.update({p[len(prefix):]: t for p, t in outputs.files.items() if p.startswith(prefix)})
         return PodResult(exit_code=code, stdout=stdout, files=outputs.files,
                          duration_s=max(0.0, cluster.now() - req.start_time) + 1.0)
 
@@ -59,7 +67,7 @@ def _out_dir(args: list[str]) -> str:
 
 def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: str | None = None,
               on_event: Callable[[str], None] | None = None,
-              mutate: Callable[[dict], dict] | None = None) -> LocalRun:
+              mutate: Callable[[dict], dict] | None = None, nvsentinel_configmaps: bool = False) -> LocalRun:
     """`mutate` edits the compiled workflow before it runs (the end-to-end tests drive failure paths with it)."""
     from nvcre_hera.compile.plan import CompileOptions
     from nvcre_hera.compile.workflow import compile_certification
@@ -69,13 +77,15 @@ def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: st
 
     cert = load_certification(cert_path)
     cluster = load_sim_cluster(cluster_path or DEFAULT_CLUSTER)
-    opts = CompileOptions(namespace=cert.metadata.namespace or "nvcre", step_image=step_image or "")
+    opts = CompileOptions(namespace=cert.metadata.namespace or "nvcre", step_image=step_image or "",
+                          nvsentinel_configmaps=nvsentinel_configmaps)
     workflow = compile_certification(cert, opts)
     runnable = json.loads(json.dumps(workflow))
     runnable["metadata"]["name"] = f"{cert.metadata.name}-local"
     if mutate is not None:
         runnable = mutate(runnable)
-    run = run_workflow(runnable, step_pod_runner(cluster, opts.step_image), on_event=on_event)
+    bundle: dict = {}
+    run = run_workflow(runnable, step_pod_runner(cluster, opts.step_image, bundle), on_event=on_event)
     # The judge exits non-zero on a failed certification; its outputs are still collected (as Argo does).
     judged = sorted(run.nodes_of("judge"), key=lambda n: n.started)
     reports = [n.outputs.get("parameters", {}).get("report") for n in judged]
@@ -91,11 +101,12 @@ def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: st
             "jobObjectsLeftBehind": cluster.jobs_alive(),
             "storedParameterBytes": run.parameter_bytes,
         }
-    return LocalRun(workflow=workflow, run=run, report=report, cluster=cluster)
+    return LocalRun(workflow=workflow, run=run, report=report, cluster=cluster, bundle=bundle)
 
 
 def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out", quiet: bool = False,
-            step_image: str | None = None, engine: str = "local", state_dir: str = ".e2e/run") -> int:
+            step_image: str | None = None, engine: str = "local", state_dir: str = ".e2e/run",
+            nvsentinel_configmaps: bool = False) -> int:
     import yaml
 
     from nvcre_hera.report import render
@@ -115,6 +126,9 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
     except OSError as exc:
         raise InputError(f"cannot create the folder: {exc.strerror or exc}", f"--out {out_dir}") from None
     if engine == "argo":
+        if nvsentinel_configmaps:
+            raise InputError("only the local engine models the judge's ConfigMap writes and reads them back: use "
+                             "--engine local", "--nvsentinel-configmaps")
         from nvcre_hera.argo_run import run_argo
 
         def node_progress(node: dict) -> None:
@@ -124,7 +138,8 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
         local = run_argo(cert_path, cluster, step_image=step_image, state_dir=state_dir,
                          on_node=None if quiet else node_progress)
     else:
-        local = run_local(cert_path, cluster, step_image=step_image, on_event=None if quiet else progress)
+        local = run_local(cert_path, cluster, step_image=step_image, on_event=None if quiet else progress,
+                          nvsentinel_configmaps=nvsentinel_configmaps)
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     (out / "workflow.yaml").write_text(yaml.dump(local.workflow, Dumper=dumper, sort_keys=False, width=120))
     if local.report is None:
@@ -134,6 +149,7 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
     (out / "report.json").write_text(render(local.report, "json"))
     card = render(local.report, "text")
     (out / "report.txt").write_text(card)
+    written = write_certify_outputs(out, local, cert_path)
     ex = local.report["execution"]
     print()
     print(card.rstrip("\n"))
@@ -141,8 +157,38 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
           f"{ex['simulatedWallTimeSec'] or 0:.0f}s simulated, "
           f"{ex['podsStarted']} pods, {ex['jobObjectsCreated']} job objects created, "
           f"{ex['jobObjectsLeftBehind']} left behind, {ex['storedParameterBytes']} bytes of stored parameters")
-    print(f"Wrote {out / 'report.json'}, {out / 'report.txt'} and {out / 'workflow.yaml'}")
+    print(f"Wrote {', '.join(str(p) for p in [out / 'report.json', out / 'report.txt', *written])} and "
+          f"{out / 'workflow.yaml'}")
     return 0 if local.result == "PASSED" else 1
 
 
-__all__ = ["DEFAULT_CLUSTER", "LocalRun", "certify", "run_local", "step_pod_runner"]
+def write_certify_outputs(out: Path, local: LocalRun, cert_path: str) -> list[Path]:
+    """`report.ctrf.json`, and `bundle/` rebuilt from the final report (with `execution`), the judge's component
+    rows and the spec file's sha256. A run whose judge left no bundle (the argo engine: the judge pod's files stay
+    in the pod) gets one without component rows, and says so."""
+    from nvcre_hera.report import render
+    from nvcre_hera.report.bundle import bundle_files, read_ndjson, write_bundle
+
+    (out / "report.ctrf.json").write_text(render(local.report, "ctrf"))
+    rows_text = local.bundle.get("components.ndjson")
+    if rows_text is None:
+        print("nvcre: the judge's bundle is not available to this engine: bundle/components.ndjson is empty",
+              file=sys.stderr)
+    params = {p.get("name"): p.get("value") for p in
+              ((local.workflow.get("spec") or {}).get("arguments") or {}).get("parameters") or []}
+    plan = json.loads(params["plan"]) if params.get("plan") else None
+    files = bundle_files(local.report, read_ndjson(rows_text or ""), plan=plan,
+                         spec_bytes=Path(cert_path).read_bytes(), spec_name=Path(cert_path).name)
+    write_bundle(out / "bundle", files)
+    written = [out / "report.ctrf.json", out / "bundle"]
+    configmaps = getattr(local.cluster, "configmaps", None)
+    if configmaps:  # what the judge wrote to the (simulated) API, as `kubectl get -o yaml` would show them
+        import yaml
+
+        path = out / "nvsentinel-configmaps.yaml"
+        path.write_text(yaml.safe_dump_all(list(configmaps.values()), sort_keys=False, width=120))
+        written.append(path)
+    return written
+
+
+__all__ = ["DEFAULT_CLUSTER", "LocalRun", "certify", "run_local", "step_pod_runner", "write_certify_outputs"]

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from nvcre_hera.api import OPTION_FIELDS, Category, CategoryOptions, Certification
 from nvcre_hera.catalog import CatalogEntry, get_entry, load_catalog
+from nvcre_hera.cluster.base import DEFAULT_SCHEDULING_TIMEOUT
 from nvcre_hera.errors import InputError
 
 # Defaults NVCRE documents for Certification options (nvcre-and-peers.md §1.2); arch-dependent ones stay None
@@ -30,6 +31,7 @@ OPTION_DEFAULTS: dict[str, Any] = {
     "maxConcurrent": 0,
     "minGroupSize": 2,
     "measurementTimeout": "5m",
+    "schedulingTimeout": DEFAULT_SCHEDULING_TIMEOUT,
     "repeatCount": 1,
     "startupStallTimeoutSeconds": 1200,
     "enableMNNVL": False,

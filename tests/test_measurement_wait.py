@@ -28,8 +28,8 @@ class LaggingLog(SimCluster):
 
     lag_s = 25.0
 
-    def wait_for_job(self, name, nodes, timeout_s, stall_check=None):
-        outcome = super().wait_for_job(name, nodes, timeout_s, stall_check)
+    def wait_for_job(self, name, nodes, timeout_s, stall_check=None, scheduling_timeout_s=None):
+        outcome = super().wait_for_job(name, nodes, timeout_s, stall_check, scheduling_timeout_s)
         self._ended = self.now()
         return outcome
 

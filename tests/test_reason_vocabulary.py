@@ -13,7 +13,7 @@ from nvcre_hera.local_run import run_local
 ROOT = Path(__file__).resolve().parent.parent
 # NVIDIA/cluster-readiness-engine api/v1alpha1/job_types.go: +kubebuilder:validation:Enum on NodeFailureReason
 NVCRE_FAILED_NODE_REASONS = {"HardwareFailureDetected", "ThresholdViolation", "WorkloadFailed"}
-NO_NODE_BLAMED = {"InfrastructureFault", "Unresolved"}
+NO_NODE_BLAMED = {"InfrastructureFault", "Unresolved", "WorkloadSchedulingBlocked"}
 
 
 def test_a_node_isolated_for_bandwidth_is_a_threshold_violation() -> None:

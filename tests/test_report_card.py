@@ -127,7 +127,7 @@ def test_deterministic() -> None:
 
 def test_render_dispatch() -> None:
     report = judge("c", SUMMARY, [_cat([_run(["a"])])])
-    assert set(FORMATS) == {"text", "json", "junit", "html"}
+    assert set(FORMATS) == {"text", "json", "junit", "html", "ctrf"}
     assert render(report, "text") == render_card(report)
     with pytest.raises(ValueError, match="unknown report format 'yaml'"):
         render(report, "yaml")

@@ -13,7 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Protocol
 
-JobPhase = Literal["Succeeded", "Failed", "TimedOut", "Stalled"]
+# SchedulingBlocked: the job's pods stayed unschedulable (PodScheduled=False, reason Unschedulable) for longer than
+# the scheduling timeout (NVCRE ADR-083 WorkloadSchedulingBlocked); that time never counts against timeoutPerJob.
+DEFAULT_SCHEDULING_TIMEOUT = "30m"  # the `schedulingTimeout` option's default (spec_load.OPTION_DEFAULTS)
+JobPhase = Literal["Succeeded", "Failed", "TimedOut", "Stalled", "SchedulingBlocked"]
 
 # Labels and annotations every job object we create carries (cleanup and the simulator rely on them).
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -31,6 +34,9 @@ class JobOutcome:
     exit_code: int | None = None
     # node name -> "Unschedulable" | "NotReady", for nodes that turned bad while the job ran
     unhealthy_nodes: dict[str, str] = field(default_factory=dict)
+    # seconds the job's pods sat Pending unschedulable (not counted in timeoutPerJob), and the scheduler's message
+    blocked_s: float = 0.0
+    blocked_message: str = ""
 
 
 # Called while a job runs with (log so far, seconds since start); returns True to declare a stall.
@@ -52,9 +58,12 @@ class Cluster(Protocol):
         """Create a job object (MPIJob, TrainJob, JobSet); return its name."""
 
     def wait_for_job(
-        self, name: str, nodes: list[str], timeout_s: float, stall_check: StallCheck | None = None
+        self, name: str, nodes: list[str], timeout_s: float, stall_check: StallCheck | None = None,
+        scheduling_timeout_s: float | None = None,
     ) -> JobOutcome:
-        """Watch the job and the group's nodes until the job ends, a node turns bad, a stall, or `timeout_s`."""
+        """Watch the job and the group's nodes until the job ends, a node turns bad, a stall, or `timeout_s`.
+        With `scheduling_timeout_s`, time the job's pods spend unschedulable is kept off `timeout_s` (and off the
+        stall check) and bounded by it instead (phase SchedulingBlocked); without it, it counts like any other."""
 
     def job_log(self, name: str) -> str:
         """The launcher's log (the rank-0 output nccl-tests, dcgmi or Megatron printed)."""
@@ -67,6 +76,7 @@ class Cluster(Protocol):
 
 
 __all__ = [
+    "DEFAULT_SCHEDULING_TIMEOUT",
     "Cluster",
     "JobOutcome",
     "JobPhase",

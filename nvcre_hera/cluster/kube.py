@@ -166,6 +166,21 @@ class KubeCluster:
         self._kinds[name] = kind
         return name
 
+    def apply_configmap(self, manifest: dict) -> str:
+        """Create the ConfigMap, or replace it when it exists (the judge's NVSentinel node lists; RBAC for it in
+        manifests/components/nvsentinel)."""
+        from kubernetes.client.exceptions import ApiException
+
+        name = manifest["metadata"]["name"]
+        namespace = manifest["metadata"].get("namespace") or self.namespace
+        try:
+            self._call(self.core.create_namespaced_config_map, namespace, manifest)
+        except ApiException as err:
+            if getattr(err, "status", None) != 409:
+                raise
+            self._call(self.core.replace_namespaced_config_map, name, namespace, manifest)
+        return name
+
     def get_job(self, name: str) -> tuple[str, dict] | None:
         """(kind, object) of a job object, None if it does not exist."""
         from kubernetes.client.exceptions import ApiException
@@ -184,27 +199,57 @@ class KubeCluster:
         return None
 
     def wait_for_job(
-        self, name: str, nodes: list[str], timeout_s: float, stall_check: StallCheck | None = None
+        self, name: str, nodes: list[str], timeout_s: float, stall_check: StallCheck | None = None,
+        scheduling_timeout_s: float | None = None,
     ) -> JobOutcome:
         start = self._clock()
         polls = 0
+        blocked_s, message, last, was_blocked = 0.0, "", start, False
         while True:
-            elapsed = self._clock() - start
+            now = self._clock()
+            elapsed = now - start
+            if scheduling_timeout_s is not None:
+                # NVCRE ADR-083: the clock pauses from the first poll that sees a pod unschedulable until the first
+                # poll that sees none
+                if was_blocked:
+                    blocked_s += now - last
+                reason = self.scheduling_blocked(name)
+                was_blocked, last = reason is not None, now
+                message = reason or message
+                if blocked_s > scheduling_timeout_s:
+                    return JobOutcome("SchedulingBlocked", elapsed, None, blocked_s=blocked_s, blocked_message=message)
+            running = elapsed - blocked_s
             bad = {n: p for n in nodes if (p := node_problem(self._read_node(n) or {})) is not None}
             if bad:
-                return JobOutcome("Failed", elapsed, None, bad)
+                return JobOutcome("Failed", elapsed, None, bad, blocked_s=blocked_s, blocked_message=message)
             found = self.get_job(name)
             if found is None:
-                return JobOutcome("Failed", elapsed, None)  # deleted under us
+                return JobOutcome("Failed", elapsed, None, blocked_s=blocked_s, blocked_message=message)
             phase = job_phase(*found)
             if phase is not None:
-                return JobOutcome(phase, elapsed, self._exit_code(name, found[0], phase))  # type: ignore[arg-type]
-            if stall_check is not None and polls % self.log_every == 0 and stall_check(self.job_log(name), elapsed):
-                return JobOutcome("Stalled", elapsed)
-            if elapsed >= timeout_s:
-                return JobOutcome("TimedOut", elapsed)
+                return JobOutcome(phase, elapsed, self._exit_code(name, found[0], phase),  # type: ignore[arg-type]
+                                  blocked_s=blocked_s, blocked_message=message)
+            if stall_check is not None and polls % self.log_every == 0 and stall_check(self.job_log(name), running):
+                return JobOutcome("Stalled", elapsed, blocked_s=blocked_s, blocked_message=message)
+            if running >= timeout_s:
+                return JobOutcome("TimedOut", elapsed, blocked_s=blocked_s, blocked_message=message)
             polls += 1
-            self._sleep(min(self.poll_s, timeout_s - elapsed))
+            self._sleep(min(self.poll_s, max(timeout_s - running, 0.0) or self.poll_s))
+
+    def scheduling_blocked(self, name: str) -> str | None:
+        """The scheduler's message when a pod of the job has no node and PodScheduled=False with reason
+        Unschedulable (NVCRE ADR-083: not SchedulingGated, not a pod the scheduler has not seen yet); else None."""
+        kind = self._kinds.get(name, "MPIJob")
+        labels = {MPIJOB_NAME_LABEL: name} if kind == "MPIJob" else {JOBSET_NAME_LABEL: name}
+        pods = self._call(self.core.list_namespaced_pod, self.namespace, label_selector=_selector(labels))
+        for pod in map(self._dict, pods.items):
+            if not _matches(pod, labels) or (pod.get("spec") or {}).get("nodeName"):
+                continue
+            for cond in (pod.get("status") or {}).get("conditions") or []:
+                if cond.get("type") == "PodScheduled" and str(cond.get("status")) == "False" \
+                        and cond.get("reason") == "Unschedulable":
+                    return str(cond.get("message") or "Unschedulable")
+        return None
 
     def _launcher_pod(self, name: str, kind: str | None = None) -> dict | None:
         kind = kind or self._kinds.get(name, "MPIJob")

@@ -29,6 +29,10 @@ class CompileOptions:
     service_account: str = "nvcre-hera"
     step_image: str = ""
     max_nodes: int = 1024  # the largest target the workflow deadline allows for (spec.activeDeadlineSeconds)
+    # the judge also writes NVSentinel's node-list ConfigMaps (RBAC: manifests/components/nvsentinel)
+    nvsentinel_configmaps: bool = False
+    # the judge's results bundle as an output artifact (needs an artifact repository: docs/outputs.md)
+    bundle_artifact: bool = False
 
     def __post_init__(self) -> None:
         if not self.step_image:

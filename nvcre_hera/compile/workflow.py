@@ -19,6 +19,10 @@ from hera.workflows import models as m
 
 from nvcre_hera.api import Certification
 from nvcre_hera.compile.diagnose import CONTINUE, diagnose_template, plan_template
+from nvcre_hera.compile.metrics import has_busbw, judge_metrics, run_metrics
+from nvcre_hera.compile.outputs import judge_artifacts, judge_output_args
+from nvcre_hera.steps.metric_outputs import NO_MEASUREMENT
+from nvcre_hera.cluster.base import DEFAULT_SCHEDULING_TIMEOUT
 from nvcre_hera.compile.plan import CompileOptions, category_task_name, workflow_plan
 from nvcre_hera.jobs import backend_for
 from nvcre_hera.spec_load import ResolvedCategory, resolve_categories
@@ -45,8 +49,10 @@ def _output(name: str, default: str) -> Parameter:
 
 
 def _test_deadline_s(cat: ResolvedCategory) -> int:
-    """Backstop for the test pod: every repeat's job timeout plus its measurement wait, plus pod slack."""
-    per_job = parse_duration(cat.options["timeoutPerJob"]) + parse_duration(cat.options["measurementTimeout"])
+    """Backstop for the test pod: every repeat's job timeout, its measurement wait and the time its pods may wait
+    unschedulable (schedulingTimeout, off the job's clock), plus pod slack."""
+    per_job = parse_duration(cat.options["timeoutPerJob"]) + parse_duration(cat.options["measurementTimeout"]) + \
+        parse_duration(str(cat.options.get("schedulingTimeout") or DEFAULT_SCHEDULING_TIMEOUT))
     return int(per_job * int(cat.options["repeatCount"]) + 300)
 
 
@@ -79,7 +85,7 @@ def workflow_deadline_s(categories: list[ResolvedCategory], max_nodes: int) -> i
     return total
 
 
-def _category_templates(cat: ResolvedCategory, image: str) -> tuple[Container, DAG]:
+def _category_templates(cat: ResolvedCategory, image: str, certification: str) -> tuple[Container, DAG]:
     i = cat.index
     diagnose = cat.options["testScale"] == "diagnose"
     setup_args = ["--setup", "{{inputs.parameters.setup}}"] if diagnose else []
@@ -93,7 +99,10 @@ def _category_templates(cat: ResolvedCategory, image: str) -> tuple[Container, D
          "--out", OUT_DIR],
         inputs=[Parameter(name="group"), Parameter(name="platform"), Parameter(name="gpu"), Parameter(name="nic"),
                 *([Parameter(name="setup")] if diagnose else [])],
-        outputs=[_output("metrics", "[]")],
+        outputs=[_output("metrics", "[]"),
+                 *([_output("busbw", NO_MEASUREMENT), _output("group-id", ""), _output("nodes", "")]
+                   if has_busbw(cat) else [])],
+        metrics=run_metrics(cat, certification),
         active_deadline_seconds=_test_deadline_s(cat),
         # Only pod errors (eviction, API hiccups) are retried: a failed test is data, reported by the judge.
         retry_strategy=RetryStrategy(limit=2, retry_policy="OnError",
@@ -163,17 +172,20 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
                      *[_output(f"setup-{c.index}", "{}") for c in categories if c.options["testScale"] == "diagnose"]],
             retry_strategy=RetryStrategy(limit=3, retry_policy="OnError"),
         )
-        cat_templates = [_category_templates(c, image) for c in categories]
+        cat_templates = [_category_templates(c, image, name) for c in categories]
         judge = _step(
             "judge", image,
             ["judge", "--plan", "{{workflow.parameters.plan}}", "--summary", "{{inputs.parameters.summary}}",
              *[a for c in categories for a in ("--results", f"{c.index}={{{{inputs.parameters.results-{c.index}}}}}")],
              *[a for c in categories if not _diagnose(c)
                for a in ("--groups", f"{c.index}={{{{inputs.parameters.groups-{c.index}}}}}")],
-             "--out", OUT_DIR],
+             *judge_output_args(opts), "--out", OUT_DIR],
             inputs=[Parameter(name="summary"), *[Parameter(name=f"results-{c.index}") for c in categories],
                     *[Parameter(name=f"groups-{c.index}") for c in categories if not _diagnose(c)]],
-            outputs=[_output("report", "{}"), _output("result", "UNKNOWN")],
+            outputs=[_output("report", "{}"), _output("result", "UNKNOWN"), _output("status", "incomplete"),
+                     *[_output(f"status-{c.index}", "incomplete") for c in categories],
+                     *judge_artifacts(opts, OUT_DIR)],
+            metrics=judge_metrics(categories, name),
         )
         _step("cleanup", image,
               ["cleanup", "--workflow-name", "{{workflow.name}}", "--namespace", "{{workflow.namespace}}",

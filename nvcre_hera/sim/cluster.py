@@ -26,7 +26,7 @@ from nvcre_hera.sim.logs import NcclRun, TimedLine, TrainingRun, dcgm_lines, ncc
 from nvcre_hera.sim.noise import noisy
 from nvcre_hera.sim.placement import PodFit, check_pods
 from nvcre_hera.sim.nodes import CLIQUE_LABEL, DEVICE_NAMES, PCI_DEVICE_IDS, build_nodes, node_gpus, with_health
-from nvcre_hera.sim.spec import STEP_KINDS, SimulatedClusterSpec, load_spec
+from nvcre_hera.sim.spec import SCHEDULING_KINDS, STEP_KINDS, SimulatedClusterSpec, load_spec
 
 NCCL_TESTS = frozenset({"all_reduce", "all_gather", "alltoall", "loopback", "loopback_nvswitch"})
 NETWORK_NAMES = {"efa": "AWS Libfabric", "tcpxo": "FasTrak", "ib": "IB", "roce": "IB"}
@@ -59,6 +59,9 @@ class SimJob:
     values: dict = field(default_factory=dict)  # what the job measured (busBandwidthGBps, avgTFLOPsPerGPU, ...)
     outcome: JobOutcome | None = None
     deleted: bool = False
+    # seconds after `start` the pods stay Pending unschedulable (math.inf: never placed), and the scheduler's message
+    pending_s: float = 0.0
+    pending_message: str = ""
 
     @property
     def nodes(self) -> list[str]:
@@ -88,6 +91,7 @@ class SimCluster:
         # Objects a job depends on (a TrainJob's TrainingRuntime): name -> labels, while they exist.
         self._dependencies: dict[str, dict[str, str]] = {}
         self._dependency_manifests: dict[str, dict] = {}  # their pod templates, for the scheduling stand-in
+        self.configmaps: dict[str, dict] = {}  # what the judge wrote (NVSentinel node lists), by name
 
     @classmethod
     def from_spec(cls, spec: SimulatedClusterSpec) -> SimCluster:
@@ -115,6 +119,14 @@ class SimCluster:
                 node = with_health(node, state)
             out.append(json.loads(json.dumps(node)))  # callers may mutate their copy
         return out
+
+    def apply_configmap(self, manifest: dict) -> str:
+        """Create or replace a ConfigMap (the API's create, then replace on 409), kept as the API would store it."""
+        name = (manifest.get("metadata") or {}).get("name")
+        if not name:
+            raise ValueError("ConfigMap manifest has no metadata.name")
+        self.configmaps[name] = json.loads(json.dumps(manifest))
+        return name
 
     # --- jobs -----------------------------------------------------------------------------------------------------
     def create_job(self, manifest: dict) -> str:
@@ -164,36 +176,48 @@ class SimCluster:
             self.clock += STEP_STALL_S
 
     def wait_for_job(
-        self, name: str, nodes: list[str], timeout_s: float, stall_check: StallCheck | None = None
+        self, name: str, nodes: list[str], timeout_s: float, stall_check: StallCheck | None = None,
+        scheduling_timeout_s: float | None = None,
     ) -> JobOutcome:
         job = self._live(name)
         if job.outcome is not None:
             return job.outcome
-        limit = min(job.end, timeout_s)
+        pending = job.pending_s
+        # With a scheduling timeout, Pending time is kept off timeoutPerJob (NVCRE ADR-083) and bounded by it instead
+        off_clock = pending if scheduling_timeout_s is not None else 0.0
+        blocked_out = scheduling_timeout_s is not None and pending > scheduling_timeout_s
+        limit = float(scheduling_timeout_s) if blocked_out else min(job.end, timeout_s + off_clock)
         watched = sorted(set(nodes) | set(job.nodes))
         event = first_health_event(self._events, watched, job.start, job.start + limit)
         stop = event[0] - job.start if event else limit
         outcome: JobOutcome | None = None
-        if stall_check is not None and job.spec.get("test") == "training":
-            outcome = self._stall_watch(job, stall_check, stop)
+        if stall_check is not None and job.spec.get("test") == "training" and not blocked_out:
+            outcome = self._stall_watch(job, stall_check, stop, off_clock)
         if outcome is None and event is not None:
             outcome = JobOutcome("Failed", stop, None, event[1])
         if outcome is None:
-            if job.end <= timeout_s:
+            if blocked_out:
+                outcome = JobOutcome("SchedulingBlocked", limit)
+            elif job.end <= timeout_s + off_clock:
                 phase = "Succeeded" if job.exit_code == 0 else "Failed"
                 outcome = JobOutcome(phase, job.end, job.exit_code)
             else:
-                outcome = JobOutcome("TimedOut", float(timeout_s))
+                outcome = JobOutcome("TimedOut", limit)
+        if pending > 0:
+            outcome.blocked_s = min(pending, outcome.elapsed_s)
+            outcome.blocked_message = job.pending_message
         job.outcome = outcome
         self.clock = job.start + outcome.elapsed_s
         return outcome
 
-    def _stall_watch(self, job: SimJob, stall_check: StallCheck, stop: float) -> JobOutcome | None:
-        """Sample the log like a watcher does (every ~10 s, at most STALL_CHECKS_MAX times, once at least)."""
+    def _stall_watch(self, job: SimJob, stall_check: StallCheck, stop: float,
+                     off_clock: float = 0.0) -> JobOutcome | None:
+        """Sample the log like a watcher does (every ~10 s, at most STALL_CHECKS_MAX times, once at least); the
+        stall clock starts once the pods are placed (`off_clock` seconds Pending are skipped)."""
         step = max(10.0, stop / STALL_CHECKS_MAX) if math.isfinite(stop) else 10.0
-        t = min(step, stop)
+        t = min(off_clock + step, stop)
         while True:
-            if stall_check(render(job.lines, t), t):
+            if stall_check(render(job.lines, t), t - off_clock):
                 return JobOutcome("Stalled", t)
             if t >= stop:
                 return None
@@ -253,7 +277,11 @@ class SimCluster:
         if not nodes or unknown or test not in NCCL_TESTS | {"dcgm_diag", "training", "workload"} or \
                 (fit is not None and fit.unschedulable):
             # Pods that can never be scheduled (or a workload the simulator does not know): nothing ever happens.
-            return SimJob(name, labels, ts, self.clock, [], math.inf, None, "unschedulable-pods")
+            job = SimJob(name, labels, ts, self.clock, [], math.inf, None, "unschedulable-pods")
+            job.pending_s = math.inf
+            job.pending_message = (f"0/{len(self._nodes)} nodes are available: {fit.unschedulable}"
+                                   if fit is not None and fit.unschedulable else "no node can run these pods")
+            return job
         faults = active_faults(list(self.body.faults), nodes, rng)
         if fit is not None and fit.checked and not fit.rdma and \
                 platform_settings(self.body.platform).get("fabric") in RDMA_FABRICS:
@@ -285,7 +313,23 @@ class SimCluster:
             self._plan_training(job, rng, nodes, gpn, arch, faults, failure, (sched + launch, 45.0 + 0.5 * len(nodes)),
                                 culprit)
         job.exit_code = None if math.isinf(job.end) else (0 if job.failure in (None, "nan-loss") else 1)
+        self._pend(job, nodes)
         return job
+
+    def _pend(self, job: SimJob, nodes: list[str]) -> None:
+        """`scheduling-blocked` faults on the job's nodes: its pods wait Pending first, so its whole run shifts."""
+        waits = [f.pending_seconds if f.pending_seconds is not None else math.inf
+                 for f in self.body.faults if f.kind in SCHEDULING_KINDS and f.node in nodes]
+        if not waits:
+            return
+        job.pending_s = max(waits)
+        blocked = sorted(f.node for f in self.body.faults if f.kind in SCHEDULING_KINDS and f.node in nodes)
+        job.pending_message = (f"0/{len(self._nodes)} nodes are available: {len(blocked)} Insufficient nvidia.com/gpu "
+                               f"(simulated scheduling-blocked: {', '.join(blocked)})")
+        job.lines = [(t + job.pending_s, line) for t, line in job.lines]
+        job.end += job.pending_s
+        if math.isinf(job.end):
+            job.exit_code = None
 
     @staticmethod
     def _failure(test: str, nodes: list[str], faults: ActiveFaults) -> tuple[str | None, str | None]:

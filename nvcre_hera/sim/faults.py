@@ -27,7 +27,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from nvcre_hera.sim.spec import HEALTH_KINDS, STEP_KINDS, FaultSpec
+from nvcre_hera.sim.spec import HEALTH_KINDS, SCHEDULING_KINDS, STEP_KINDS, FaultSpec
 
 # How a NIC link looks when NCCL falls back to TCP sockets (a 2-node V100 socket run reads ~3 GB/s busbw).
 SOCKET_BUSBW_GBPS = 3.0
@@ -73,7 +73,8 @@ def active_faults(faults: list[FaultSpec], nodes: list[str], rng: random.Random)
     out = ActiveFaults()
     for fault in faults:
         draw = rng.random()
-        if fault.kind in HEALTH_KINDS or fault.kind in STEP_KINDS or not set(fault.members) <= members:
+        if fault.kind in HEALTH_KINDS or fault.kind in STEP_KINDS or fault.kind in SCHEDULING_KINDS or \
+                not set(fault.members) <= members:
             continue
         if draw >= fault.effective_probability:
             continue

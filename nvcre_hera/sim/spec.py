@@ -37,6 +37,7 @@ Gpu = Literal["h100", "h200", "b200", "a100", "gb200", "gb300"]
 FaultKind = Literal[
     "slow-nic", "slow-gpu", "nvlink-degraded", "crash", "hang", "nccl-error", "data-corruption", "socket-fallback",
     "unschedulable", "not-ready", "flapping", "link", "dcgm-fail", "nan-loss", "step-crash", "step-stall",
+    "scheduling-blocked",
 ]
 FAULT_KINDS: tuple[str, ...] = FaultKind.__args__  # type: ignore[attr-defined]
 # Kinds whose `factor` scales a capacity; the others ignore it.
@@ -47,6 +48,9 @@ FACTOR_KINDS = frozenset({"slow-nic", "slow-gpu", "nvlink-degraded", "flapping",
 STEP_KINDS = frozenset({"step-crash", "step-stall"})
 # Kinds that change a Node object on the sim clock from `atSecond` on.
 HEALTH_KINDS = frozenset({"unschedulable", "not-ready"})
+# `scheduling-blocked`: every job pod on the node stays Pending, PodScheduled=False reason Unschedulable (no free
+# GPUs: another tenant holds them), for `pendingSeconds` after the job is created (absent: for ever), then runs.
+SCHEDULING_KINDS = frozenset({"scheduling-blocked"})
 # The `dcgmi diag --run 4` tests a `dcgm-fail` fault may name (DCGM 4.x plugin names).
 DCGM_TESTS = ("software", "memory", "diagnostic", "pcie", "nvbandwidth", "memory_bandwidth", "targeted_stress",
               "targeted_power", "memtest", "pulse_test")
@@ -114,9 +118,12 @@ class FaultSpec(_Strict):
     gpus: list[int] | None = None
     test: str | None = None
     wrong: int | None = Field(None, ge=1)
+    pending_seconds: float | None = Field(None, gt=0.0, alias="pendingSeconds")
 
     @model_validator(mode="after")
     def _check_kind(self) -> FaultSpec:
+        if self.pending_seconds is not None and self.kind not in SCHEDULING_KINDS:
+            raise ValueError("pendingSeconds applies only to scheduling-blocked")
         if self.kind == "link":
             if self.node is not None or not self.nodes or len(self.nodes) != 2 or self.nodes[0] == self.nodes[1]:
                 raise ValueError("a link fault names two different nodes: nodes: [a, b]")

@@ -20,7 +20,7 @@ class Outputs:
         path = f"{self.out_dir.rstrip('/')}/{name}"
         self.files[path] = text
         if not self.in_memory:
-            Path(self.out_dir).mkdir(parents=True, exist_ok=True)
+            Path(path).parent.mkdir(parents=True, exist_ok=True)  # `bundle/results.json` has its own folder
             Path(path).write_text(text)
 
 

@@ -74,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results", type=_results_arg, action="append", default=[])
     p.add_argument("--groups", type=_results_arg, action="append", default=[],
                    help="INDEX=JSON: the groups discovery planned for a category (a group without results failed)")
+    p.add_argument("--nvsentinel-configmaps", action="store_true",
+                   help="also write the failed/succeeded node lists as the ConfigMaps NVSentinel's "
+                        "nvcre-certification-monitor reads (needs manifests/components/nvsentinel)")
+    p.add_argument("--workflow-name", default=None)
+    p.add_argument("--workflow-uid", default=None)
+    p.add_argument("--namespace", default=None)
     p.add_argument("--out", default="/tmp/nvcre")
     p = sub.add_parser("cleanup")
     p.add_argument("--workflow-name", required=True)
@@ -103,7 +109,7 @@ def main(argv: list[str] | None = None, *, cluster: Cluster | None = None, outpu
     say = log or (lambda line: print(line, flush=True))
     if cluster is None:  # in a pod (in process, the runner models how the pod ends)
         _exit_on_sigterm()
-    if cluster is None and args.step != "judge":
+    if cluster is None and (args.step != "judge" or args.nvsentinel_configmaps):
         from nvcre_hera.cluster.kube import KubeCluster
 
         cluster = KubeCluster(namespace=getattr(args, "namespace", None))
@@ -125,7 +131,10 @@ def main(argv: list[str] | None = None, *, cluster: Cluster | None = None, outpu
     if args.step == "judge":
         from nvcre_hera.steps.verdict import judge_step
 
-        return judge_step(args.plan, args.summary, dict(args.results), out, say, groups=dict(args.groups))
+        nvsentinel = ({"workflowName": args.workflow_name or args.plan.get("name"), "workflowUid": args.workflow_uid,
+                       "namespace": args.namespace} if args.nvsentinel_configmaps else None)
+        return judge_step(args.plan, args.summary, dict(args.results), out, say, groups=dict(args.groups),
+                          cluster=cluster, nvsentinel=nvsentinel)
     from nvcre_hera.steps.cleanup import cleanup
 
     return cleanup(args.workflow_name, args.status, cluster, out, say,

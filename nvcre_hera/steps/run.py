@@ -12,12 +12,14 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from nvcre_hera.catalog import CatalogEntry, plan_entry, platform_settings
-from nvcre_hera.cluster.base import Cluster, JobOutcome
+from nvcre_hera.cluster.base import DEFAULT_SCHEDULING_TIMEOUT, Cluster, JobOutcome
 from nvcre_hera.jobs import JobContext, JobPlan, backend_for, job_objects, plan_job
 from nvcre_hera.diagnose.nodesets import to_nodes
 from nvcre_hera.nodeindex import resolve
 from nvcre_hera.parsers import reasons as reason_rules
+from nvcre_hera.report.bundle import encode_gpu_results
 from nvcre_hera.steps.io import Outputs
+from nvcre_hera.steps.metric_outputs import run_outputs
 from nvcre_hera.units import parse_duration
 
 LOG_TAIL_LINES = 20
@@ -59,14 +61,20 @@ def _log_reasons(entry: CatalogEntry, parsed: dict, platform: str, options: dict
     return reason_rules.training_reasons(parsed)
 
 
-def _outcome_reasons(outcome: JobOutcome, timeout_s: float, log_reasons: list[dict]) -> list[dict]:
-    """Why the test failed: a node going bad explains everything; then timeouts and stalls; then what the log says,
-    with the bare exit code only when the log names no failure of its own (e.g. #wrong > 0 makes mpirun exit 1)."""
+def _outcome_reasons(outcome: JobOutcome, timeout_s: float, log_reasons: list[dict],
+                     scheduling_timeout_s: float | None = None) -> list[dict]:
+    """Why the test failed: a node going bad explains everything; then pods that could not be placed, timeouts and
+    stalls; then what the log says, with the bare exit code only when the log names no failure of its own (e.g.
+    #wrong > 0 makes mpirun exit 1)."""
     hardware = [{"node": node, "reason": "HardwareFailureDetected",
                  "message": f"node became {state} after {outcome.elapsed_s:.0f}s of the test"}
                 for node, state in sorted(outcome.unhealthy_nodes.items())]
     if hardware:
         return hardware
+    if outcome.phase == "SchedulingBlocked":  # no node is at fault: the judge blames none (NVCRE ADR-083)
+        return [{"node": None, "reason": "WorkloadSchedulingBlocked",
+                 "message": f"pods unschedulable for {outcome.blocked_s:.0f}s, past schedulingTimeout "
+                            f"{scheduling_timeout_s or 0:.0f}s: {outcome.blocked_message}"}]
     if outcome.phase == "TimedOut":
         return [{"node": None, "reason": "WorkloadFailed",
                  "message": f"timed out after {timeout_s:.0f}s (timeoutPerJob)"}]
@@ -160,17 +168,22 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
                 f"{backend.kind} {name}")
             # Unpinned: the scheduler picks the nodes, so the group's names are candidates, not where the pods run
             watched = [] if unpinned else job.nodes
-            outcome = cluster.wait_for_job(name, watched, job.timeout_s, _stall_check(entry, options))
+            sched_s = parse_duration(str(options.get("schedulingTimeout") or DEFAULT_SCHEDULING_TIMEOUT))
+            outcome = cluster.wait_for_job(name, watched, job.timeout_s, _stall_check(entry, options),
+                                           scheduling_timeout_s=sched_s)
+            if outcome.blocked_s:
+                log(f"run: {name} WorkloadSchedulingBlocked for {outcome.blocked_s:.0f}s (not counted against "
+                    f"timeoutPerJob; schedulingTimeout {sched_s:.0f}s): {outcome.blocked_message}")
             text, parsed = _read_measurement(cluster, entry, name, parse_duration(options["measurementTimeout"]),
                                              outcome.phase == "Succeeded")
             if entry.parser == "training":  # goodput needs the job's wall time, which only the watcher knows
                 from nvcre_hera.parsers.training import goodput_ratio
 
-                parsed["goodputRatio"] = goodput_ratio(parsed, outcome.elapsed_s)
+                parsed["goodputRatio"] = goodput_ratio(parsed, outcome.elapsed_s - outcome.blocked_s)
             if not diagnose or repeat == repeats - 1:  # diagnose: one log excerpt per test keeps the Workflow small
                 _stream_log(text, log, lines=DIAGNOSE_STREAM_LINES if diagnose else STREAM_LINES)
             reasons = _outcome_reasons(outcome, job.timeout_s,
-                                       _log_reasons(entry, parsed, ctx.platform, options, job.nodes))
+                                       _log_reasons(entry, parsed, ctx.platform, options, job.nodes), sched_s)
             if entry.parser == "training":  # torchrun names the root cause's host: the launcher failure is its own
                 reasons = reason_rules.attribute_to_nodes(reasons, parsed, job.nodes, "training")
             if unpinned:  # no node can be blamed for a run it was not known to host: the group is (README)
@@ -187,6 +200,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
                 **({"placement": "Unpinned", "nodeCount": len(job.nodes)} if unpinned else {}),
                 **_nic_record(job),
                 "metrics": metrics, "samples": _samples(parsed) if entry.parser == "nccl" else [],
+                # per GPU and test, one letter each (nvcre_hera/report/bundle.py): the bundle's DCGM rows
+                **({"gpuResults": encode_gpu_results(parsed)} if entry.parser == "dcgm" else {}),
                 "reasons": reasons, "runtimeSec": round(cluster.now() - started, 1), "jobName": name,
                 "jobDeleted": deleted,
                 # the report's failure log: only failures need one, and it is stored with the Workflow
@@ -194,6 +209,9 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
                 "repeat": repeat, "transport": parsed.get("transport"),
                 # NCCL WARN lines are no failure evidence, but the report keeps the first few
                 "warnings": [str(w)[:200] for w in (parsed.get("warnings") or [])[:WARNINGS_KEPT]],
+                # WorkloadSchedulingBlocked time (off timeoutPerJob) and the scheduler's message, for the report
+                **({"schedulingBlocked": {"seconds": round(outcome.blocked_s, 1),
+                                          "message": outcome.blocked_message[:300]}} if outcome.blocked_s else {}),
             })
             summary = ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()) or "no measurement"
             log(f"run: {name} {outcome.phase} after {outcome.elapsed_s:.0f}s: {summary}; "
@@ -212,6 +230,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         raise
     out.write("metrics", diagnose_result(group["id"], results, options.get("thresholds") or {})
               if diagnose else results)
+    for name, value in run_outputs(group["id"], results[0]["nodes"] if results else [], results).items():
+        out.write(name, value)  # what the compiled workflow's nvcre_nccl_busbw_gbs gauge reads
     return 0
 
 

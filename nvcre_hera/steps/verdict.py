@@ -11,6 +11,8 @@ from nvcre_hera.catalog import plan_entry
 from nvcre_hera.judge import judge
 from nvcre_hera.report.card import describe_evidence, render_card
 from nvcre_hera.steps.io import Outputs, flatten_runs
+from nvcre_hera.steps.metric_outputs import status_outputs
+from nvcre_hera.steps.verdict_outputs import write_outputs
 
 
 def _judged_value(expr: str, low: float, high: float) -> float:
@@ -70,7 +72,8 @@ def with_missing_groups(flat: list[dict], groups: list[dict], category: str) -> 
 
 
 def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out: Outputs,
-               log: Callable[[str], None], groups: dict[int, Any] | None = None) -> int:
+               log: Callable[[str], None], groups: dict[int, Any] | None = None, cluster: Any = None,
+               nvsentinel: dict | None = None) -> int:
     by_index = {c["index"]: c for c in summary.get("categories") or []}
     categories = []
     for cat in plan["categories"]:
@@ -108,6 +111,9 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
         log(line)
     out.write("report", report)
     out.write("result", report["result"])
+    for name, value in status_outputs(report, [c["index"] for c in plan["categories"]]).items():
+        out.write(name, value)  # what the compiled workflow's nvcre_certification_status gauge reads
+    write_outputs(report, categories, plan, out, log, cluster=cluster, nvsentinel=nvsentinel)
     return 0 if report["result"] == "PASSED" else 1
 
 

@@ -74,11 +74,31 @@ def lint(doc: dict) -> list[str]:
                 if kind == "outputs" and vf and ("path" in vf or "parameter" in vf) and "default" not in vf:
                     problems.append(f"{where}.outputs: {p['name']!r} may be skipped and declares no valueFrom.default")
         inputs = {p["name"] for p in (tmpl.get("inputs") or {}).get("parameters", [])}
-        own = {k: v for k, v in tmpl.items() if k != "dag" and not (k == "outputs" and "dag" in tmpl)}
+        own = {k: v for k, v in tmpl.items() if k not in ("dag", "metrics") and not (k == "outputs" and "dag" in tmpl)}
         problems += _check_tags(where, own, inputs, workflow_params,
                                 tasks={}, item_ok=False)
+        problems += _lint_metrics(where, tmpl, inputs, workflow_params)
         if "dag" in tmpl:
             problems += _lint_dag(where, tmpl, templates, inputs, workflow_params)
+    return problems
+
+
+def _lint_metrics(where: str, tmpl: dict, inputs: set[str], workflow_params: set[str]) -> list[str]:
+    """Template metrics see the node's own outputs and its status and duration (argo-workflows v4.0.5
+    workflow/controller/steps.go L661-710, prepareMetricScope): a reference to an output the template does not
+    declare would never resolve (a MetricsError condition on the workflow)."""
+    problems = []
+    declared = {p["name"] for p in (tmpl.get("outputs") or {}).get("parameters", [])}
+    for text in _strings(tmpl.get("metrics") or {}):
+        for expr in TAG.findall(text):
+            parts = expr.split(".")
+            if parts[:2] == ["outputs", "parameters"] and len(parts) == 3:
+                if parts[2] not in declared:
+                    problems.append(f"{where}.metrics: {{{{{expr}}}}} names an output the template does not declare")
+            elif expr not in ("status", "duration", "exitCode", "retries", "outputs.result"):
+                problem = _resolve(expr, inputs, workflow_params, {}, False)
+                if problem:
+                    problems.append(f"{where}.metrics: {{{{{expr}}}}} {problem}")
     return problems
 
 

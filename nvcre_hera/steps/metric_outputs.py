@@ -1,0 +1,27 @@
+"""The output parameters the compiled workflow's Prometheus metrics read (nvcre_hera/compile/metrics.py): small
+strings the run step and the judge write beside their JSON outputs. Hera-free, so the steps need not import it."""
+
+from __future__ import annotations
+
+NO_MEASUREMENT = "-1"
+STATUS_BY_CATEGORY = {"Passed": "succeeded", "Failed": "failed"}
+STATUS_BY_RESULT = {"PASSED": "succeeded", "FAILED": "failed"}
+
+
+def run_outputs(group_id: str, nodes: list[str], runs: list[dict]) -> dict[str, str]:
+    """`busbw` (the best bus bandwidth over the runs whose workload succeeded, else -1), `group-id`, `nodes`."""
+    values = [float(r["metrics"]["busBandwidthGBps"]) for r in runs
+              if r.get("status") == "ok" and isinstance((r.get("metrics") or {}).get("busBandwidthGBps"), (int, float))]
+    return {"busbw": f"{max(values):.4f}" if values else NO_MEASUREMENT, "group-id": str(group_id),
+            "nodes": ",".join(str(n) for n in nodes)}
+
+
+def status_outputs(report: dict, indexes: list[int]) -> dict[str, str]:
+    """`status` (succeeded | failed | incomplete) and `status-<index>` for each category, in the plan's order."""
+    out = {"status": STATUS_BY_RESULT.get(str(report.get("result")), "incomplete")}
+    for index, cat in zip(indexes, report.get("categories") or []):
+        out[f"status-{index}"] = STATUS_BY_CATEGORY.get(str(cat.get("status")), "incomplete")
+    return out
+
+
+__all__ = ["NO_MEASUREMENT", "run_outputs", "status_outputs"]
