@@ -188,6 +188,9 @@ def run_argo(cert_path: str, cluster_path: str | None = None, *, step_image: str
     report = json.loads(reports[-1]) if reports else None
     sim = sim_record(sd, name)
     if report is not None:
+        from nvcre_hera.report.timing import spans_from_argo, with_wall_runtimes
+
+        report = with_wall_runtimes(report, spans_from_argo(wf))
         report["execution"] = {
             "engine": f"Argo workflow-controller {state.versions.get('argo', '')} on the loopback control plane "
                       f"(pods run by the nvcre-hera pod runner, {sim.get('scale', scale):g} simulated s per s)"

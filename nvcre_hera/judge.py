@@ -178,11 +178,13 @@ def _judge_group(name: str, runs: list[dict], thresholds: dict,
     metrics = {m: _worst(m, (_number((run.get("metrics") or {}).get(m)) for run in runs)) for m in metric_names}
     warnings = list(dict.fromkeys(str(w) for run in runs for w in run.get("warnings") or []))[:WARNINGS_KEPT]
     unpinned = any(run.get("placement") == "Unpinned" for run in runs)
+    curve = _curve(ok_runs)
     group = {"name": name, "nodes": nodes, "status": "Failed" if reasons else "Passed",
              # Unpinned: the scheduler chose the nodes and the step does not know which: a count, no names
              **({"unpinned": True, "nodeCount": max(int(r.get("nodeCount") or 0) for r in runs)} if unpinned else {}),
              **({"warnings": warnings} if warnings else {}),  # NCCL WARN lines: kept, never a failure by themselves
              "metrics": {k: v for k, v in metrics.items() if v is not None}, "reasons": reasons,
+             **({"curve": curve} if curve else {}),  # per-size bandwidth over its judged runs, for the charts
              "repeats": len(runs), "runtimeSec": round(sum(float(r.get("runtimeSec") or 0) for r in runs), 3),
              "failureLog": _log_tail(failed_logs[0]) if failed_logs else ""}
     return group, ok_runs, blame
@@ -284,6 +286,20 @@ def _bandwidth(ok_runs: list[dict]) -> list[dict]:
     return table
 
 
+def _curve(ok_runs: list[dict]) -> dict[str, list] | None:
+    """A group's bandwidth per message size as columns (the run step's own shape, compact in the Workflow): the
+    mean over its judged runs; None when none of them has samples."""
+    rows = _bandwidth(ok_runs)
+    if not rows:
+        return None
+    return {key: [r[key] for r in rows] for key in ("sizeBytes", "algBandwidthGBps", "busBandwidthGBps")}
+
+
+def lower_is_better(metric: str) -> bool:
+    """Times, latencies and counts: for these the best value is the smallest (the charts pick a node's best)."""
+    return _lower_is_better(metric)
+
+
 def judge_category(category: dict) -> tuple[dict, list[dict]]:
     """A category's report entry, and its per-node blame [{name, reason, message}]."""
     thresholds = dict(category.get("thresholds") or {})
@@ -334,7 +350,8 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         status="Failed" if failed else "Passed",
         failureReason=min((f["reason"] for f in failed), key=_precedence) if failed else None,
         runtimeSec=known_runtime if known_runtime is not None
-        else round(sum(float(r.get("runtimeSec") or 0) for r in results), 3),
+        else round(sum(float(r.get("runtimeSec") or 0) for r in results), 3)
+        if any(_number(r.get("runtimeSec")) is not None for r in results) else None,  # unknown, not 0 s
         runsMeasured=len(ok_runs), thresholds=_threshold_evaluations(thresholds, compiled, ok_runs),
         metrics=_metric_stats(list(category.get("metricNames") or []), ok_runs),
         bandwidth=_bandwidth(ok_runs), groups=groups, failedGroups=failed)
@@ -461,4 +478,5 @@ def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str
     })
 
 
-__all__ = ["API_VERSION", "KIND", "NVCRE_NODE_REASON", "REASON_PRECEDENCE", "judge", "judge_category"]
+__all__ = ["API_VERSION", "KIND", "NVCRE_NODE_REASON", "REASON_PRECEDENCE", "judge", "judge_category",
+           "lower_is_better", "sample_rows"]

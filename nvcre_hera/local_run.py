@@ -82,6 +82,9 @@ def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: st
     reports = [r for r in reports if r and r != "{}"]
     report = json.loads(reports[-1]) if reports else None
     if report is not None:
+        from nvcre_hera.report.timing import spans_from_local, with_wall_runtimes
+
+        report = with_wall_runtimes(report, spans_from_local(run.name, run.nodes.values()))
         report["execution"] = {
             "engine": "nvcre-hera local executor (simulated time)",
             "workflowPhase": run.phase,
