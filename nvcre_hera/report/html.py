@@ -112,7 +112,7 @@ def _category(c: dict) -> str:
     if c.get("bandwidth"):
         rows = [[human_size(r.get("sizeBytes")), fixed(r.get("algBandwidthGBps")), fixed(r.get("busBandwidthGBps")),
                  r.get("samples")] for r in c["bandwidth"]]
-        parts.append("<h3>Bandwidth (mean over passing runs)</h3>"
+        parts.append("<h3>Bandwidth (mean over the runs whose workload completed)</h3>"
                      + _table(["Size", "AlgBW (GB/s)", "BusBW (GB/s)", "Samples"], rows, {1, 2, 3}))
     if c.get("metrics"):
         rows = [[k, fixed(s.get("min")), fixed(s.get("mean")), fixed(s.get("max"))] for k, s in c["metrics"].items()]

@@ -151,7 +151,7 @@ def bandwidth_chart(title: str, y_label: str, curves: Sequence[Curve], mean: lis
         out.append(f'<path class="fail" d="{"".join(_path(c.points, axes) for c in bad[HIGHLIGHTED:])}">'
                    f'<title>{len(bad) - HIGHLIGHTED} more failed groups</title></path>')
     if mean:
-        out.append(f'<path class="mean" d="{_path(mean, axes)}"><title>mean over passing runs</title></path>')
+        out.append(f'<path class="mean" d="{_path(mean, axes)}"><title>mean over the runs whose workload completed</title></path>')
         out += [f'<circle class="mean" cx="{axes.x(math.log2(s)):.0f}" cy="{axes.y(v):.0f}" r="3"/>'
                 for s, v in mean]
     out += _rules(axes, rules)
