@@ -90,7 +90,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
     from nvcre_hera.local_run import certify
 
     return certify(args.cert, cluster=args.cluster, out_dir=args.out, quiet=args.quiet,
-                   step_image=args.step_image, engine=args.engine, state_dir=args.state_dir)
+                   step_image=args.step_image, engine=args.engine, state_dir=args.state_dir, progress=args.progress)
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
@@ -193,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "16-node H100 cluster)")
     p.add_argument("--out", default="out", help="folder for report.json, report.txt and workflow.yaml")
     p.add_argument("--quiet", action="store_true", help="print only the report card")
+    p.add_argument("--progress", choices=["text", "json"], default="text", help="text: a line per finished test "
+                   "and per category, then the card; json: one JSON object a line (no card: see report.txt)")
     p.add_argument("--step-image", default=None)
     p.add_argument("--engine", choices=["local", "argo"], default="local",
                    help="local: the in-process executor (default); argo: the real Argo controller on the loopback "
