@@ -230,7 +230,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--insecure", action="store_true", help="skip TLS verification (like argo --insecure-skip-verify)")
     p.add_argument("--kube", action="store_true", help="create it through the Kubernetes API from the current "
                    "kubeconfig (as kubectl create would) instead of the Argo Server")
-    p.add_argument("--wait", action="store_true", help="wait for the workflow to end; exit 0 PASSED, 1 otherwise")
+    p.add_argument("--wait", action="store_true", help="wait for the workflow to end, print its report card; exit 0 "
+                   "PASSED, 1 otherwise (a CI gate)")
+    p.add_argument("--watch", action="store_true", help="--wait, printing live progress from the workflow's nodes")
+    p.add_argument("--wait-timeout", type=float, default=None, metavar="SECONDS",
+                   help="with --wait/--watch: give up (exit 1) if the workflow has not ended by then")
+    p.add_argument("--poll-interval", type=float, default=2.0, metavar="SECONDS",
+                   help="with --wait/--watch: seconds between reads of the workflow (default 2)")
     _add_compile_flags(p)
     p.set_defaults(func=cmd_submit)
 

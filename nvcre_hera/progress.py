@@ -21,11 +21,11 @@ import re
 import statistics
 import sys
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Callable, TextIO
 
 from nvcre_hera.judge import lower_is_better
 from nvcre_hera.report.card import clean, number
+from nvcre_hera.report.timing import epoch_seconds
 from nvcre_hera.report.words import fixed, plural
 
 DONE = frozenset({"Succeeded", "Failed", "Error", "Skipped", "Omitted"})
@@ -55,18 +55,11 @@ def node_from_local(node: Any) -> Node:
                 dict((node.outputs or {}).get("parameters") or {}), node.finished)
 
 
-def _epoch(stamp: Any) -> float | None:
-    try:
-        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def node_from_argo(node: dict, started_at: str | None = None) -> Node:
+def node_from_argo(node: dict, started_at: Any = None) -> Node:
     """From one entry of a Workflow's `status.nodes` (RFC 3339 times; `started_at` is the workflow's start)."""
     params = lambda side: {p.get("name"): str(p.get("value", "")) for p in  # noqa: E731
                            ((node.get(side) or {}).get("parameters") or []) if p.get("name")}
-    end, start = _epoch(node.get("finishedAt")), _epoch(started_at) if started_at else None
+    end, start = epoch_seconds(node.get("finishedAt")), epoch_seconds(started_at) if started_at else None
     return Node(str(node.get("id") or node.get("name")), str(node.get("templateName") or ""),
                 str(node.get("type") or ""), str(node.get("phase") or ""), str(node.get("message") or ""),
                 params("inputs"), params("outputs"), None if end is None or start is None else end - start)
@@ -316,7 +309,7 @@ class Printer:
         if self.progress is None:
             self.start({})
         stamp = workflow_started_at or node.get("startedAt")
-        if stamp and (self.started_at is None or (_epoch(stamp) or 0) < (_epoch(self.started_at) or 0)):
+        if stamp and (self.started_at is None or (epoch_seconds(stamp) or 0) < (epoch_seconds(self.started_at) or 0)):
             self.started_at = stamp  # the earliest start seen: the workflow's, or its first node's
         self._print(self.progress.update(node_from_argo(node, self.started_at)))
 

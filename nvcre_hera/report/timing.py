@@ -21,7 +21,10 @@ def _category_index(wf_name: str, node_name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _epoch(stamp: Any) -> float | None:
+def epoch_seconds(stamp: Any) -> float | None:
+    """An RFC 3339 time (the Kubernetes API's JSON) or a datetime (Hera's models) as POSIX seconds; None if neither."""
+    if isinstance(stamp, datetime):
+        return stamp.timestamp()
     if not isinstance(stamp, str) or not stamp:
         return None
     try:
@@ -38,7 +41,7 @@ def spans_from_argo(workflow: dict) -> dict[int, float]:
     out = {}
     for node in workflow_nodes(workflow).values():
         index = _category_index(name, node.get("name", ""))
-        start, end = _epoch(node.get("startedAt")), _epoch(node.get("finishedAt"))
+        start, end = epoch_seconds(node.get("startedAt")), epoch_seconds(node.get("finishedAt"))
         if index is not None and start is not None and end is not None and end >= start:
             out[index] = end - start
     return out
@@ -69,4 +72,4 @@ def with_wall_runtimes(report: dict, spans: dict[int, float]) -> dict:
     return out
 
 
-__all__ = ["spans_from_argo", "spans_from_local", "with_wall_runtimes"]
+__all__ = ["epoch_seconds", "spans_from_argo", "spans_from_local", "with_wall_runtimes"]
