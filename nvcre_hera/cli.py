@@ -173,6 +173,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(args.rest)
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    from nvcre_hera.completion import script
+
+    sys.stdout.write(script(build_parser(), args.shell))
+    return 0
+
+
 def _add_compile_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--namespace", default=None, help="namespace of the Workflow (default: metadata.namespace, "
                    "ARGO_NAMESPACE, or nvcre)")
@@ -262,6 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("what", choices=["diagnose"])
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("completion", help="print a shell completion script (source <(nvcre completion bash))")
+    p.add_argument("shell", choices=["bash", "zsh"])
+    p.set_defaults(func=cmd_completion)
     return parser
 
 
