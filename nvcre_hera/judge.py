@@ -295,6 +295,33 @@ def _curve(ok_runs: list[dict]) -> dict[str, list] | None:
     return {key: [r[key] for r in rows] for key in ("sizeBytes", "algBandwidthGBps", "busBandwidthGBps")}
 
 
+CURVES_KEPT = 48  # passing groups that keep their per-size curve; every failed group keeps its own
+
+
+def _trim_curves(entry: dict, ok_runs: list[dict]) -> None:
+    """Keep the report (a Workflow output parameter, stored in etcd) small at scale: past CURVES_KEPT passing groups
+    the rest drop their curve, and the category's per-size range (min and max over every judged run) stands for
+    them (`curvesOmitted` says how many)."""
+    passing = [g for g in entry["groups"] if g.get("curve") and g["status"] == "Passed"]
+    if len(passing) <= CURVES_KEPT:
+        return
+    for g in passing[CURVES_KEPT:]:
+        del g["curve"]
+    entry["curvesOmitted"] = len(passing) - CURVES_KEPT
+    by_size: dict[int, list[dict]] = {}
+    for run in ok_runs:
+        for row in sample_rows(run.get("samples")):
+            if isinstance(row.get("sizeBytes"), (int, float)):
+                by_size.setdefault(int(row["sizeBytes"]), []).append(row)
+    sizes = sorted(by_size)
+    rng: dict[str, list] = {"sizeBytes": sizes}
+    for key in ("algBandwidthGBps", "busBandwidthGBps"):
+        vals = [[float(r[key]) for r in by_size[s] if _number(r.get(key)) is not None] for s in sizes]
+        rng[f"{key}Min"] = [min(v) if v else None for v in vals]
+        rng[f"{key}Max"] = [max(v) if v else None for v in vals]
+    entry["bandwidthRange"] = rng
+
+
 def lower_is_better(metric: str) -> bool:
     """Times, latencies and counts: for these the best value is the smallest (the charts pick a node's best)."""
     return _lower_is_better(metric)
@@ -355,6 +382,7 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         runsMeasured=len(ok_runs), thresholds=_threshold_evaluations(thresholds, compiled, ok_runs),
         metrics=_metric_stats(list(category.get("metricNames") or []), ok_runs),
         bandwidth=_bandwidth(ok_runs), groups=groups, failedGroups=failed)
+    _trim_curves(entry, ok_runs)
     if category.get("diagnose") is not None:
         _add_diagnose(entry, category["diagnose"])
     if incomplete and entry["status"] == "Passed":

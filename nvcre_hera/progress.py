@@ -256,12 +256,10 @@ def format_text(r: dict) -> str:
         mark = "✗" if r.get("failed") or r.get("phase") != "Succeeded" else "✓"
         return (f"{t} {mark} {clean(r['category'])}: {r['done']}/{total} done, {r['failed']} failed{failed}"
                 f"{stats}")
-    if ev == "discover":
+    if ev == "discover":  # a line only when it fails: each test line says `N/M` (the JSON record has the counts)
         if r.get("phase") != "Succeeded":
             return f"{t} ✗ discover {r.get('phase')}: {clean(r.get('message'))}"
-        tests = ", ".join(f"{clean(k)} {v if v is not None else '(diagnose: per round)'}"
-                          for k, v in (r.get("tests") or {}).items())
-        return f"{t} ✓ discover: {r.get('selectedNodes')} of {plural(r.get('totalNodes'), 'node')}; tests: {tests}"
+        return ""
     if ev == "round":
         return f"{t} · {clean(r['category'])} diagnose {r.get('round') or 'round'}: {plural(r['tests'], 'test')}"
     if ev == "step":
@@ -293,7 +291,9 @@ class Printer:
     def _print(self, records: list[dict]) -> None:
         out = self.out or sys.stdout
         for r in records:
-            out.write((format_json(r) if self.mode == "json" else format_text(r)) + "\n")
+            line = format_json(r) if self.mode == "json" else format_text(r)
+            if line:
+                out.write(line + "\n")
         out.flush()
 
     def start(self, workflow: dict) -> None:

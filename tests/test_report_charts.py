@@ -181,3 +181,17 @@ def test_diagnose_page_shows_its_threshold_rounds_jobs_and_node_minutes() -> Non
     assert "No thresholds set" not in page and "busBandwidthGBps value &gt;= 300" in page
     assert "64 nodes, 19 jobs in 4 rounds, 582.5 node-minutes" in page
     assert 'class="chart diag"' in page
+
+
+def test_at_scale_the_report_keeps_some_curves_and_the_range() -> None:
+    """60 passing groups: 48 keep their curve (judge.CURVES_KEPT), 12 are summed up by the per-size range."""
+    runs = [{"group": f"g{i}", "nodes": [f"n{i}"], "status": "ok", "metrics": {"busBandwidthGBps": 400.0 + i},
+             "samples": {"sizeBytes": [GIB], "algBandwidthGBps": [200.0 + i], "busBandwidthGBps": [400.0 + i]}}
+            for i in range(60)]
+    cat = judge("c", {"totalNodes": 60, "selectedNodes": 60}, [
+        {"domain": "communication", "variant": "nccl-loopback", "thresholds": {}, "results": runs}])["categories"][0]
+    assert sum(1 for g in cat["groups"] if "curve" in g) == 48 and cat["curvesOmitted"] == 12
+    assert cat["bandwidthRange"] == {"sizeBytes": [GIB], "algBandwidthGBpsMin": [200.0], "algBandwidthGBpsMax": [259.0],
+                                     "busBandwidthGBpsMin": [400.0], "busBandwidthGBpsMax": [459.0]}
+    charts = "".join(category_charts(cat))
+    assert 'class="band"' in charts and "48 of 60 groups" in charts

@@ -111,10 +111,15 @@ def category_charts(c: dict) -> list[str]:
             curves = group_curves(c, key)
             mean = [(float(r["sizeBytes"]), float(r[key])) for r in c.get("bandwidth") or []
                     if _num(r.get("sizeBytes")) and _num(r.get(key)) is not None]
-            values = [v for cv in curves for _, v in cv.points]
+            rng = c.get("bandwidthRange") or {}
+            band = [(float(sz), lo, hi) for sz, lo, hi in zip(rng.get("sizeBytes") or [], rng.get(f"{key}Min") or [],
+                                                              rng.get(f"{key}Max") or [])
+                    if _num(sz) and _num(lo) is not None and _num(hi) is not None]
+            values = [v for cv in curves for _, v in cv.points] + [hi for _, _, hi in band]
             out.append(bandwidth_chart(f"{label} vs message size", label, curves, mean,
-                                       _within(threshold_rules(c, key), values)))
-            if not curves and not mean:
+                                       _within(threshold_rules(c, key), values), band,
+                                       int(c.get("curvesOmitted") or 0)))
+            if not curves and not mean and not band:
                 break  # one empty frame says it; two would repeat it
     metric = primary_metric(c)
     if metric is None:

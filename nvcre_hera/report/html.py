@@ -35,7 +35,8 @@ font-weight:600}.chart .yl{text-anchor:end}.chart .xl{text-anchor:middle}.chart 
 .chart .bp,.chart line.bp{fill:#2da44e;stroke:#2da44e}.chart .bf,.chart line.bf{fill:#cf222e;stroke:#cf222e}
 .chart .nov{fill:#bbb}.chart .none{fill:#f6f8fa;stroke:#ddd}.chart .msg{fill:#666}
 .chart .h0{fill:#1a7f37}.chart .h1{fill:#4ac26b}.chart .h2{fill:#d4a72c}.chart .h3{fill:#e16f24}
-.chart .hf{fill:#cf222e}.chart .hn{fill:#ccc}.chart .rd{stroke:#ccc}.chart .ev{fill:#cf222e}
+.chart .hf{fill:#cf222e}.chart .hn{fill:#ccc}.chart .band{fill:#0969da;fill-opacity:.12;stroke:none}
+.chart line.band{stroke:#0969da;stroke-opacity:.3;stroke-width:8}.chart .rd{stroke:#ccc}.chart .ev{fill:#cf222e}
 """
 
 
@@ -80,14 +81,23 @@ def _diagnose(d: dict) -> str:
     return head + "<ul>" + "".join(f"<li>{_e(i)}</li>" for i in items) + "</ul>"
 
 
-def _groups_table(groups: list[dict]) -> str:
+GROUP_ROWS = 64  # rows of the groups table; every failed group is listed, report.json holds them all
+
+
+def _groups_table(all_groups: list[dict]) -> str:
+    failed = [g for g in all_groups if g.get("status") != "Passed"]
+    passed = [g for g in all_groups if g.get("status") == "Passed"][:max(0, GROUP_ROWS - len(failed))]
+    shown = {id(g) for g in failed + passed}
+    groups = [g for g in all_groups if id(g) in shown]
+    more = len(all_groups) - len(groups)
     metrics = list(dict.fromkeys(k for g in groups for k in g.get("metrics") or {}))
     rows = [[g.get("name"), g.get("status"), plural(len(g.get("nodes") or []), "node"),
              ", ".join(str(n) for n in g.get("nodes") or []),
              *(fixed((g.get("metrics") or {}).get(m)) for m in metrics)] for g in groups]
-    return (f"<details><summary>Groups ({len(groups)})</summary>"
+    return (f"<details><summary>Groups ({len(all_groups)})</summary>"
             + _table(["Group", "Status", "Size", "Nodes", *metrics], rows, set(range(4, 4 + len(metrics))))
-            + "</details>")
+            + (f"<p>… and {_e(plural(more, 'more passing group'))} (every group is in report.json)</p>" if more
+               else "") + "</details>")
 
 
 def _category(c: dict) -> str:

@@ -121,17 +121,21 @@ def _path(points: list[tuple[float, float]], axes: _Axes) -> str:
 
 
 def bandwidth_chart(title: str, y_label: str, curves: Sequence[Curve], mean: list[tuple[float, float]],
-                    rules: Sequence[Rule] = ()) -> str:
+                    rules: Sequence[Rule] = (), band: Sequence[tuple[float, float, float]] = (),
+                    omitted: int = 0) -> str:
     """Value against message size (log2 axis): every group a faint line, failing groups red, the category's mean
-    bold, each rule (the threshold) a dashed line."""
+    bold, each rule (the threshold) a dashed line. At scale the report keeps some groups' curves only: `band`
+    (size, min, max over every judged run) is then shaded, and `omitted` says how many lines are not drawn."""
+    band = [(s, lo, hi) for s, lo, hi in band if s > 0 and lo is not None and hi is not None]
     curves = [Curve(c.name, [(s, v) for s, v in c.points if s > 0 and v is not None and math.isfinite(v)], c.failed)
               for c in curves]
     curves = [c for c in curves if c.points]
     mean = [(s, v) for s, v in mean if s > 0 and v is not None and math.isfinite(v)]
-    sizes = sorted({s for c in curves for s, _ in c.points} | {s for s, _ in mean})
+    sizes = sorted({s for c in curves for s, _ in c.points} | {s for s, _ in mean} | {s for s, _, _ in band})
     if not sizes:
         return empty_chart(title, "no bandwidth samples: no group's workload completed a measurement", "bw")
-    values = [v for c in curves for _, v in c.points] + [v for _, v in mean] + [r.value for r in rules]
+    values = [v for c in curves for _, v in c.points] + [v for _, v in mean] + [r.value for r in rules] + \
+        [hi for _, _, hi in band]
     ticks = nice_ticks(max(values) * 1.05)
     lo, hi = math.log2(sizes[0]), math.log2(sizes[-1])
     if lo == hi:
@@ -142,6 +146,11 @@ def bandwidth_chart(title: str, y_label: str, curves: Sequence[Curve], mean: lis
     out = _frame(title, y_label, axes, labels, "bw")
     ok = [c for c in curves if not c.failed]
     bad = [c for c in curves if c.failed]
+    if band:
+        upper = [(axes.x(math.log2(s)), axes.y(hi)) for s, _, hi in band]
+        lower = [(axes.x(math.log2(s)), axes.y(lo)) for s, lo, _ in reversed(band)]
+        out.append(f'<polygon class="band" points="{" ".join(f"{x:.0f},{y:.0f}" for x, y in upper + lower)}">'
+                   f'<title>range over every judged run ({omitted} group lines not drawn)</title></polygon>')
     if ok:
         out.append(f'<path class="grp" d="{"".join(_path(c.points, axes) for c in ok)}">'
                    f'<title>{len(ok)} passing group{"s" if len(ok) != 1 else ""}</title></path>')
@@ -155,7 +164,8 @@ def bandwidth_chart(title: str, y_label: str, curves: Sequence[Curve], mean: lis
         out += [f'<circle class="mean" cx="{axes.x(math.log2(s)):.0f}" cy="{axes.y(v):.0f}" r="3"/>'
                 for s, v in mean]
     out += _rules(axes, rules)
-    out.append(_legend([("grp", "each group"), ("fail", "failed group"), ("mean", "mean"),
+    out.append(_legend([("grp", f"{len(ok)} of {len(ok) + omitted} groups" if omitted else "each group"),
+                        ("fail", "failed group"), ("mean", "mean"), *((("band", "range"),) if band else ()),
                         *(("rule", "threshold") for r in rules[:1] if r.kind == "rule")]))
     out.append("</svg>")
     return "".join(out)
@@ -221,19 +231,19 @@ def _heat_map(title: str, nodes: Sequence[NodeValue], rules: Sequence[Rule]) -> 
     median = next((r.value for r in rules if r.kind == "median"), None)
     rows = math.ceil(len(nodes) / HEAT_COLS)
     height = TOP + rows * HEAT_CELL + 30
+    size = HEAT_CELL - 2
     out = [f'<svg class="chart nodes heat" viewBox="0 0 {WIDTH} {height}" '
            f'width="{WIDTH}" height="{height}" role="img" aria-label="{_e(title)}">',
+           f'<style>.heat rect{{width:{size}px;height:{size}px}}.heat rect.k{{width:10px;height:10px}}</style>',
            f'<text class="t" x="{LEFT}" y="16">{_e(title)}</text>']
-    size = HEAT_CELL - 2
     for i, n in enumerate(nodes):
         x, y = LEFT + (i % HEAT_COLS) * HEAT_CELL, TOP + (i // HEAT_COLS) * HEAT_CELL
-        out.append(f'<rect class="{heat_class(n, median)}" x="{x}" y="{y}" width="{size}" height="{size}">'
-                   f'<title>{_e(_value_text(n))}</title></rect>')
+        out.append(f'<rect class="{heat_class(n, median)}" x="{x}" y="{y}"><title>{_e(_value_text(n))}</title></rect>')
     y = height - 10
     x = LEFT
     for cls, label in (("h0", "≥98% of median"), ("h1", "≥95%"), ("h2", "≥90%"), ("h3", "<90%"), ("hf", "failed"),
                        ("hn", "no value")):
-        out.append(f'<rect class="{cls}" x="{x}" y="{y - 9}" width="10" height="10"/>'
+        out.append(f'<rect class="{cls} k" x="{x}" y="{y - 9}" width="10" height="10"/>'
                    f'<text class="lg" x="{x + 14}" y="{y}">{_e(label)}</text>')
         x += 24 + 7 * len(label)
     if median is not None:
