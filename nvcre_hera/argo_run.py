@@ -193,7 +193,7 @@ def run_argo(cert_path: str, cluster_path: str | None = None, *, step_image: str
     if report is not None:
         from nvcre_hera.report.timing import spans_from_argo, with_wall_runtimes
 
-        report = with_wall_runtimes(report, spans_from_argo(wf))
+        report = with_wall_runtimes(report, spans_from_argo(name, workflow_nodes(wf).values()))
         report["execution"] = {
             "engine": f"Argo workflow-controller {state.versions.get('argo', '')} on the loopback control plane "
                       f"(pods run by the nvcre-hera pod runner, {sim.get('scale', scale):g} simulated s per s)"

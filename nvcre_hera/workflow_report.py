@@ -34,7 +34,8 @@ def report_of(workflow: dict) -> dict | None:
                     return None
                 from nvcre_hera.report.timing import spans_from_argo, with_wall_runtimes
 
-                return with_wall_runtimes(report, spans_from_argo(workflow)) if isinstance(report, dict) else None
+                return with_wall_runtimes(report, spans_from_argo(
+                    (workflow.get("metadata") or {}).get("name") or "", workflow_nodes(workflow).values())) if isinstance(report, dict) else None
     return None
 
 

@@ -142,9 +142,9 @@ def test_runtime_from_the_workflow_spans() -> None:
         "2": {"name": "w.c0-nccl-all-reduce.test(0:g0)", "startedAt": "2026-01-01T00:00:00Z",
               "finishedAt": "2026-01-01T00:01:00Z"},
         "3": {"name": "w.c1-dcgm-diag", "startedAt": "2026-01-01T00:00:00Z"}}}}
-    assert spans_from_argo(wf) == {0: 630.0}
+    assert spans_from_argo("w", wf["status"]["nodes"].values()) == {0: 630.0}
     report = {"categories": [{"runtimeSec": 4000.0}, {"runtimeSec": 7.0}]}
-    out = with_wall_runtimes(report, spans_from_argo(wf))
+    out = with_wall_runtimes(report, spans_from_argo("w", wf["status"]["nodes"].values()))
     assert out["categories"] == [{"runtimeSec": 630.0, "machineTimeSec": 4000.0}, {"runtimeSec": 7.0}]
     assert report["categories"][0] == {"runtimeSec": 4000.0}  # pure: the input is not changed
 

@@ -4,7 +4,7 @@ The stand-in answers Argo's REST paths (POST /api/v1/workflows/{ns}, GET /api/v1
 recorded Workflow: the compiled workflow run by the local executor, its nodes written in the shape of Argo's
 `status.nodes` (id, name, displayName, type, templateName, phase, startedAt, finishedAt, inputs/outputs parameters).
 It goes through Hera's WorkflowsService and its models both ways, as against a real server. What it does not prove:
-that a real controller fills these fields as recorded (the loopback e2e, tests/e2e/test_submit_wait.py, does that).
+that a real controller fills these fields as recorded (the loopback e2e, tests/e2e/test_submit_watch_e2e.py, does that).
 """
 
 from __future__ import annotations

@@ -33,13 +33,11 @@ def epoch_seconds(stamp: Any) -> float | None:
         return None
 
 
-def spans_from_argo(workflow: dict) -> dict[int, float]:
-    """{category index: seconds} from a Workflow as the Argo Server or the Kubernetes API returns it."""
-    from nvcre_hera.workflow_report import workflow_nodes
-
-    name = (workflow.get("metadata") or {}).get("name") or ""
+def spans_from_argo(name: str, nodes: Iterable[dict]) -> dict[int, float]:
+    """{category index: seconds} from the `status.nodes` of Workflow `name` (workflow_report.workflow_nodes), as the
+    Argo Server or the Kubernetes API returns them."""
     out = {}
-    for node in workflow_nodes(workflow).values():
+    for node in nodes:
         index = _category_index(name, node.get("name", ""))
         start, end = epoch_seconds(node.get("startedAt")), epoch_seconds(node.get("finishedAt"))
         if index is not None and start is not None and end is not None and end >= start:
