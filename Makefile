@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 CLUSTER ?= examples/clusters/healthy-h100-16.yaml
 CERT    ?= examples/certification.yaml
 
-.PHONY: run test bench validate compile flows clean e2e e2e-up e2e-down e2e-controlplane-test e2e-launch launch-deps
+.PHONY: run test browser-deps bench validate compile flows clean e2e e2e-up e2e-down e2e-controlplane-test e2e-launch launch-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,8 +19,14 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/nvcre certify $(CERT) --cluster $(CLUSTER) --out out
 
-test: $(STAMP)
+test: $(STAMP) browser-deps
 	$(BIN)/python -m pytest
+
+# tests/test_report_browser.py renders every golden report in Debian's headless chromium (skipped without it)
+browser-deps:
+	@if ! command -v chromium >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	  else echo "browser test: needs Debian's chromium (apt-get install chromium, as root); it will be skipped"; fi; fi
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_cli.py
@@ -28,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_parse.py
 	$(BIN)/python bench/bench_diagnose.py
 	$(BIN)/python bench/bench_diagnose_scale.py
+	$(BIN)/python bench/bench_report.py
 
 validate: $(STAMP)
 	$(BIN)/nvcre validate $(CERT)

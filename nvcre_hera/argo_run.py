@@ -156,7 +156,8 @@ def to_run(wf: dict, started: float) -> ArgoRun:
 
 def run_argo(cert_path: str, cluster_path: str | None = None, *, step_image: str | None = None,
              state_dir: str = ".e2e/run", scale: float = 100.0, timeout_s: float = 600.0,
-             mutate: Callable[[dict], dict] | None = None, on_node: Callable[[dict], None] | None = None):
+             mutate: Callable[[dict], dict] | None = None, on_node: Callable[[dict], None] | None = None,
+             on_workflow: Callable[[dict], None] | None = None):
     """Compile, create on the loopback control plane, wait, and return a LocalRun-shaped result."""
     from kubernetes import config
 
@@ -176,6 +177,8 @@ def run_argo(cert_path: str, cluster_path: str | None = None, *, step_image: str
     runnable = with_sim_cluster(json.loads(json.dumps(workflow)), cluster)
     if mutate is not None:
         runnable = mutate(runnable)
+    if on_workflow is not None:  # e.g. live progress, which reads the plan from the workflow's arguments
+        on_workflow(runnable)
     api = config.new_client_from_config(str(state.admin_kubeconfig))
     t0 = time.monotonic()
     created = create_workflow(api, state.namespace, runnable)
@@ -188,6 +191,9 @@ def run_argo(cert_path: str, cluster_path: str | None = None, *, step_image: str
     report = json.loads(reports[-1]) if reports else None
     sim = sim_record(sd, name)
     if report is not None:
+        from nvcre_hera.report.timing import spans_from_argo, with_wall_runtimes
+
+        report = with_wall_runtimes(report, spans_from_argo(name, workflow_nodes(wf).values()))
         report["execution"] = {
             "engine": f"Argo workflow-controller {state.versions.get('argo', '')} on the loopback control plane "
                       f"(pods run by the nvcre-hera pod runner, {sim.get('scale', scale):g} simulated s per s)"

@@ -93,7 +93,7 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
     return certify(args.cert, cluster=args.cluster, out_dir=args.out, quiet=args.quiet,
                    step_image=args.step_image, engine=args.engine, state_dir=args.state_dir,
-                   nvsentinel_configmaps=args.nvsentinel_configmaps)
+                   nvsentinel_configmaps=args.nvsentinel_configmaps, progress=args.progress)
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
@@ -176,6 +176,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(args.rest)
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    from nvcre_hera.completion import script
+
+    sys.stdout.write(script(build_parser(), args.shell))
+    return 0
+
+
 def _add_compile_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--namespace", default=None, help="namespace of the Workflow (default: metadata.namespace, "
                    "ARGO_NAMESPACE, or nvcre)")
@@ -205,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "16-node H100 cluster)")
     p.add_argument("--out", default="out", help="folder for report.json, report.txt and workflow.yaml")
     p.add_argument("--quiet", action="store_true", help="print only the report card")
+    p.add_argument("--progress", choices=["text", "json"], default="text", help="text: a line per finished test "
+                   "and per category, then the card; json: one JSON object a line (no card: see report.txt)")
     p.add_argument("--step-image", default=None)
     p.add_argument("--engine", choices=["local", "argo"], default="local",
                    help="local: the in-process executor (default); argo: the real Argo controller on the loopback "
@@ -241,7 +250,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--insecure", action="store_true", help="skip TLS verification (like argo --insecure-skip-verify)")
     p.add_argument("--kube", action="store_true", help="create it through the Kubernetes API from the current "
                    "kubeconfig (as kubectl create would) instead of the Argo Server")
-    p.add_argument("--wait", action="store_true", help="wait for the workflow to end; exit 0 PASSED, 1 otherwise")
+    p.add_argument("--wait", action="store_true", help="wait for the workflow to end, print its report card; exit 0 "
+                   "PASSED, 1 otherwise (a CI gate)")
+    p.add_argument("--watch", action="store_true", help="--wait, printing live progress from the workflow's nodes")
+    p.add_argument("--wait-timeout", type=float, default=None, metavar="SECONDS",
+                   help="with --wait/--watch: give up (exit 1) if the workflow has not ended by then")
+    p.add_argument("--poll-interval", type=float, default=2.0, metavar="SECONDS",
+                   help="with --wait/--watch: seconds between reads of the workflow (default 2)")
     _add_compile_flags(p)
     p.set_defaults(func=cmd_submit)
 
@@ -267,6 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("what", choices=["diagnose"])
     p.add_argument("rest", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("completion", help="print a shell completion script (source <(nvcre completion bash))")
+    p.add_argument("shell", choices=["bash", "zsh"])
+    p.set_defaults(func=cmd_completion)
     return parser
 
 

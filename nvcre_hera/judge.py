@@ -185,12 +185,14 @@ def _judge_group(name: str, runs: list[dict], thresholds: dict,
     unpinned = any(run.get("placement") == "Unpinned" for run in runs)
     # WorkloadSchedulingBlocked: the longest time a repeat's pods waited unschedulable (off timeoutPerJob)
     blocked = [r["schedulingBlocked"] for r in runs if isinstance(r.get("schedulingBlocked"), dict)]
+    curve = _curve(ok_runs)
     group = {"name": name, "nodes": nodes, "status": "Failed" if reasons else "Passed",
              # Unpinned: the scheduler chose the nodes and the step does not know which: a count, no names
              **({"unpinned": True, "nodeCount": max(int(r.get("nodeCount") or 0) for r in runs)} if unpinned else {}),
              **({"warnings": warnings} if warnings else {}),  # NCCL WARN lines: kept, never a failure by themselves
              **({"schedulingBlocked": max(blocked, key=lambda b: float(b.get("seconds") or 0))} if blocked else {}),
              "metrics": {k: v for k, v in metrics.items() if v is not None}, "reasons": reasons,
+             **({"curve": curve} if curve else {}),  # per-size bandwidth over its judged runs, for the charts
              "repeats": len(runs), "runtimeSec": round(sum(float(r.get("runtimeSec") or 0) for r in runs), 3),
              "failureLog": _log_tail(failed_logs[0]) if failed_logs else ""}
     return group, ok_runs, blame
@@ -292,6 +294,47 @@ def _bandwidth(ok_runs: list[dict]) -> list[dict]:
     return table
 
 
+def _curve(ok_runs: list[dict]) -> dict[str, list] | None:
+    """A group's bandwidth per message size as columns (the run step's own shape, compact in the Workflow): the
+    mean over its judged runs; None when none of them has samples."""
+    rows = _bandwidth(ok_runs)
+    if not rows:
+        return None
+    return {key: [r[key] for r in rows] for key in ("sizeBytes", "algBandwidthGBps", "busBandwidthGBps")}
+
+
+CURVES_KEPT = 48  # passing groups that keep their per-size curve; every failed group keeps its own
+
+
+def _trim_curves(entry: dict, ok_runs: list[dict]) -> None:
+    """Keep the report (a Workflow output parameter, stored in etcd) small at scale: past CURVES_KEPT passing groups
+    the rest drop their curve, and the category's per-size range (min and max over every judged run) stands for
+    them (`curvesOmitted` says how many)."""
+    passing = [g for g in entry["groups"] if g.get("curve") and g["status"] == "Passed"]
+    if len(passing) <= CURVES_KEPT:
+        return
+    for g in passing[CURVES_KEPT:]:
+        del g["curve"]
+    entry["curvesOmitted"] = len(passing) - CURVES_KEPT
+    by_size: dict[int, list[dict]] = {}
+    for run in ok_runs:
+        for row in sample_rows(run.get("samples")):
+            if isinstance(row.get("sizeBytes"), (int, float)):
+                by_size.setdefault(int(row["sizeBytes"]), []).append(row)
+    sizes = sorted(by_size)
+    rng: dict[str, list] = {"sizeBytes": sizes}
+    for key in ("algBandwidthGBps", "busBandwidthGBps"):
+        vals = [[float(r[key]) for r in by_size[s] if _number(r.get(key)) is not None] for s in sizes]
+        rng[f"{key}Min"] = [min(v) if v else None for v in vals]
+        rng[f"{key}Max"] = [max(v) if v else None for v in vals]
+    entry["bandwidthRange"] = rng
+
+
+def lower_is_better(metric: str) -> bool:
+    """Times, latencies and counts: for these the best value is the smallest (the charts pick a node's best)."""
+    return _lower_is_better(metric)
+
+
 def judge_category(category: dict) -> tuple[dict, list[dict]]:
     """A category's report entry, and its per-node blame [{name, reason, message}]."""
     thresholds = dict(category.get("thresholds") or {})
@@ -342,10 +385,12 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         status="Failed" if failed else "Passed",
         failureReason=min((f["reason"] for f in failed), key=_precedence) if failed else None,
         runtimeSec=known_runtime if known_runtime is not None
-        else round(sum(float(r.get("runtimeSec") or 0) for r in results), 3),
+        else round(sum(float(r.get("runtimeSec") or 0) for r in results), 3)
+        if any(_number(r.get("runtimeSec")) is not None for r in results) else None,  # unknown, not 0 s
         runsMeasured=len(ok_runs), thresholds=_threshold_evaluations(thresholds, compiled, ok_runs),
         metrics=_metric_stats(list(category.get("metricNames") or []), ok_runs),
         bandwidth=_bandwidth(ok_runs), groups=groups, failedGroups=failed)
+    _trim_curves(entry, ok_runs)
     if category.get("diagnose") is not None:
         _add_diagnose(entry, category["diagnose"])
     if incomplete and entry["status"] == "Passed":
@@ -470,4 +515,4 @@ def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str
 
 
 __all__ = ["API_VERSION", "KIND", "NO_BLAME_REASONS", "NVCRE_NODE_REASON", "REASON_PRECEDENCE", "judge",
-           "judge_category"]
+           "judge_category", "lower_is_better", "sample_rows"]

@@ -8,7 +8,6 @@ INCOMPLETE, 2 bad input.
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import sys
 from dataclasses import dataclass, field
@@ -67,8 +66,10 @@ def _out_dir(args: list[str]) -> str:
 
 def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: str | None = None,
               on_event: Callable[[str], None] | None = None,
-              mutate: Callable[[dict], dict] | None = None, nvsentinel_configmaps: bool = False) -> LocalRun:
-    """`mutate` edits the compiled workflow before it runs (the end-to-end tests drive failure paths with it)."""
+              mutate: Callable[[dict], dict] | None = None, nvsentinel_configmaps: bool = False,
+              watch: Callable[[dict], Callable] | None = None) -> LocalRun:
+    """`mutate` edits the compiled workflow before it runs (the end-to-end tests drive failure paths with it);
+    `watch(workflow)` returns a callback that sees each node as it is fulfilled (live progress)."""
     from nvcre_hera.compile.plan import CompileOptions
     from nvcre_hera.compile.workflow import compile_certification
     from nvcre_hera.executor import run_workflow
@@ -85,13 +86,17 @@ def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: st
     if mutate is not None:
         runnable = mutate(runnable)
     bundle: dict = {}
-    run = run_workflow(runnable, step_pod_runner(cluster, opts.step_image, bundle), on_event=on_event)
+    run = run_workflow(runnable, step_pod_runner(cluster, opts.step_image, bundle), on_event=on_event,
+                       on_node=watch(runnable) if watch is not None else None)
     # The judge exits non-zero on a failed certification; its outputs are still collected (as Argo does).
     judged = sorted(run.nodes_of("judge"), key=lambda n: n.started)
     reports = [n.outputs.get("parameters", {}).get("report") for n in judged]
     reports = [r for r in reports if r and r != "{}"]
     report = json.loads(reports[-1]) if reports else None
     if report is not None:
+        from nvcre_hera.report.timing import spans_from_local, with_wall_runtimes
+
+        report = with_wall_runtimes(report, spans_from_local(run.name, run.nodes.values()))
         report["execution"] = {
             "engine": "nvcre-hera local executor (simulated time)",
             "workflowPhase": run.phase,
@@ -106,14 +111,17 @@ def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: st
 
 def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out", quiet: bool = False,
             step_image: str | None = None, engine: str = "local", state_dir: str = ".e2e/run",
-            nvsentinel_configmaps: bool = False) -> int:
+            nvsentinel_configmaps: bool = False, progress: str = "text") -> int:
+    """`progress`: text (a line per finished test, one per category, then the card), json (one JSON object a
+    line and no card: it is in report.txt), or none (`quiet`: only the card)."""
     import yaml
 
+    from nvcre_hera.progress import Printer
     from nvcre_hera.report import render
 
-    def progress(line: str) -> None:
-        # Argo names fan-out children after their item (`test(0:{"id":"g0","nodes":[…]})`): keep the index only.
-        print(re.sub(r"\((\d+):[^)]*\)", r"(\1)", line), flush=True)
+    if progress not in ("text", "json"):
+        raise InputError(f"{progress!r} is not a progress format (use text or json)", "--progress")
+    printer = None if quiet else Printer(progress)
 
     if cluster is not None and not Path(cluster).is_file():
         raise InputError("no such file", cluster)
@@ -131,15 +139,14 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
                              "--engine local", "--nvsentinel-configmaps")
         from nvcre_hera.argo_run import run_argo
 
-        def node_progress(node: dict) -> None:
-            if node.get("type") == "Pod" and node.get("phase") not in ("Pending", "Running"):
-                progress(f"{node.get('phase'):<9} {node.get('displayName')} {node.get('message') or ''}".rstrip())
-
         local = run_argo(cert_path, cluster, step_image=step_image, state_dir=state_dir,
-                         on_node=None if quiet else node_progress)
+                         on_node=None if printer is None else printer.argo_node, on_workflow=None if printer
+                         is None else printer.start)
     else:
-        local = run_local(cert_path, cluster, step_image=step_image, on_event=None if quiet else progress,
-                          nvsentinel_configmaps=nvsentinel_configmaps)
+        local = run_local(cert_path, cluster, step_image=step_image, nvsentinel_configmaps=nvsentinel_configmaps,
+                          watch=None if printer is None else printer.local_watch)
+    if printer is not None:
+        printer.end(local.run.name, local.run.phase, local.run.message, local.run.wall_time_s)
     dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     (out / "workflow.yaml").write_text(yaml.dump(local.workflow, Dumper=dumper, sort_keys=False, width=120))
     if local.report is None:
@@ -151,6 +158,9 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
     (out / "report.txt").write_text(card)
     written = write_certify_outputs(out, local, cert_path)
     ex = local.report["execution"]
+    if progress == "json" and printer is not None:
+        printer.result(local.report["result"], str(out / "report.json"))
+        return 0 if local.result == "PASSED" else 1
     print()
     print(card.rstrip("\n"))
     print(f"{'Argo' if engine == 'argo' else 'Local'} run: workflow {ex['workflowPhase']}, "

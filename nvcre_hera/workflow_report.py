@@ -29,9 +29,13 @@ def report_of(workflow: dict) -> dict | None:
         for param in (node.get("outputs") or {}).get("parameters") or []:
             if param.get("name") == "report" and param.get("value") not in (None, "", "{}"):
                 try:
-                    return json.loads(param["value"])
+                    report = json.loads(param["value"])
                 except ValueError:
                     return None
+                from nvcre_hera.report.timing import spans_from_argo, with_wall_runtimes
+
+                return with_wall_runtimes(report, spans_from_argo(
+                    (workflow.get("metadata") or {}).get("name") or "", workflow_nodes(workflow).values())) if isinstance(report, dict) else None
     return None
 
 

@@ -32,10 +32,12 @@ def start_invocation(engine: Engine, call: Call, tmpl: dict[str, Any], node: Nod
 def run_workflow(workflow: dict[str, Any], pod_runner: Callable[[PodRequest], PodResult], *,
                  pod_start_overhead_s: float = 5.0, on_event: Callable[[str], None] | None = None,
                  parameters: dict[str, str] | None = None, max_pods: int = 1_000_000,
-                 semaphores: dict[str, int] | None = None) -> WorkflowRun:
+                 semaphores: dict[str, int] | None = None,
+                 on_node: Callable[[NodeStatus], None] | None = None) -> WorkflowRun:
     """Execute `workflow` (kind: Workflow) and return its phase, nodes and the run's numbers.
 
-    `parameters` override `spec.arguments.parameters`; `semaphores` gives each `configMapName/key` its limit.
+    `parameters` override `spec.arguments.parameters`; `semaphores` gives each `configMapName/key` its limit;
+    `on_node` sees each node when it is fulfilled (with its inputs and outputs), `on_event` a line for it.
     """
     templates = check_workflow(workflow)
     meta, spec = workflow.get("metadata") or {}, workflow["spec"]
@@ -56,7 +58,7 @@ def run_workflow(workflow: dict[str, Any], pod_runner: Callable[[PodRequest], Po
     parallelism = int(spec["parallelism"]) if spec.get("parallelism") else None
     engine = Engine(name, templates, pod_runner, globals_=globals_, overhead=pod_start_overhead_s, on_event=on_event,
                     max_pods=max_pods, parallelism=parallelism, semaphores=dict(semaphores or {}), deadline=deadline,
-                    wf_meta=wf_meta, start_invocation=start_invocation)
+                    wf_meta=wf_meta, start_invocation=start_invocation, on_node=on_node)
     for i, sem in enumerate((spec.get("synchronization") or {}).get("semaphores") or []):
         ref = sem.get("configMapKeyRef") or {}
         key = f"{ref.get('name')}/{ref.get('key')}"

@@ -72,9 +72,11 @@ class Engine:
     def __init__(self, wf_name: str, templates: dict[str, dict[str, Any]], runner: Callable[[PodRequest], PodResult],
                  *, globals_: Scope, overhead: float, on_event: Callable[[str], None] | None, max_pods: int,
                  parallelism: int | None, semaphores: dict[str, int], deadline: float | None,
-                 wf_meta: dict[str, str], start_invocation: StartInvocation) -> None:
+                 wf_meta: dict[str, str], start_invocation: StartInvocation,
+                 on_node: Callable[[NodeStatus], None] | None = None) -> None:
         self.start_invocation = start_invocation
         self.wf_name, self.templates, self.runner = wf_name, templates, runner
+        self.on_node = on_node  # sees every node as it is fulfilled (live progress reads its inputs and outputs)
         self.globals, self.overhead, self.on_event, self.max_pods = globals_, overhead, on_event, max_pods
         self.now, self.deadline, self.wf_meta = 0.0, deadline, wf_meta
         self.nodes: dict[str, NodeStatus] = {}
@@ -127,6 +129,8 @@ class Engine:
         self.emit(node)
 
     def emit(self, node: NodeStatus) -> None:
+        if self.on_node is not None and node.fulfilled:
+            self.on_node(node)
         if self.on_event is None or node.type in ("DAG", "Steps", "StepGroup", "TaskGroup", "Retry"):
             return
         ran = self._main_start.get(node.id)

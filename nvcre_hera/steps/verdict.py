@@ -5,6 +5,7 @@ is followed by a successful step would otherwise end Succeeded).
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any, Callable
 
 from nvcre_hera.catalog import plan_entry
@@ -105,7 +106,8 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
             **({"nic": disc["nic"]} if disc.get("nic") else {}),
             **({"diagnose": verdict} if flat is not None and verdict is not None else {}),
         })
-    report = judge(plan["name"], summary, categories)
+    generated = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # when this judge ran (wall clock)
+    report = judge(plan["name"], summary, categories, generated_at=generated)
     card = render_card(report)
     for line in card.splitlines():
         log(line)

@@ -1,0 +1,184 @@
+"""Which charts a category gets, and the numbers in them, from the report JSON alone (pure).
+
+- bandwidth against message size (busbw and algbw): each group's `curve` (judge.py keeps it per group), the
+  category's mean (`bandwidth`), the threshold's bound as a rule (threshold_bounds.py reads it from the CEL);
+- each node's best measurement of the category's primary metric (the first threshold metric, else busbw, else the
+  first metric measured), against the threshold and the fleet median;
+- for diagnose, its rounds: the round each suspect's evidence came from (test ids are `r<round>-t<n>`).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+import statistics
+from typing import Any
+
+from nvcre_hera.judge import lower_is_better
+from nvcre_hera.report.card import clean, describe_evidence, number
+from nvcre_hera.report.svg import LEFT, RIGHT, WIDTH, Curve, NodeValue, Rule, bandwidth_chart, empty_chart, \
+    node_chart
+
+_TEST_ID = re.compile(r"^r(\d+)-t\d+$")
+_BANDWIDTH_KEYS = (("busBandwidthGBps", "Bus bandwidth (GB/s)"), ("algBandwidthGBps", "Algorithm bandwidth (GB/s)"))
+
+
+def _natural(name: str) -> list[Any]:
+    return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", str(name))]
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def primary_metric(c: dict) -> str | None:
+    measured = list(dict.fromkeys(k for g in c.get("groups") or [] for k in g.get("metrics") or {}))
+    for t in c.get("thresholds") or []:
+        if t.get("metric") in measured:
+            return str(t["metric"])
+    if "busBandwidthGBps" in measured:
+        return "busBandwidthGBps"
+    return measured[0] if measured else None
+
+
+def threshold_rules(c: dict, metric: str) -> list[Rule]:
+    """The bounds the category's threshold on `metric` puts on a value; none when it is no simple interval (the
+    chart then draws no rule: the card's threshold line still says what was judged)."""
+    from nvcre_hera.threshold_bounds import threshold_bounds
+
+    rules = []
+    for t in c.get("thresholds") or []:
+        if t.get("metric") != metric or not t.get("expression"):
+            continue
+        try:
+            b = threshold_bounds(str(t["expression"]))
+        except ValueError:
+            continue
+        if b.low is not None:
+            rules.append(Rule(b.low, f"threshold {'>' if b.low_strict else '≥'} {number(b.low)}"))
+        if b.high is not None:
+            rules.append(Rule(b.high, f"threshold {'<' if b.high_strict else '≤'} {number(b.high)}"))
+    return rules
+
+
+def group_curves(c: dict, key: str) -> list[Curve]:
+    out = []
+    for g in c.get("groups") or []:
+        curve = g.get("curve") or {}
+        sizes, values = curve.get("sizeBytes") or [], curve.get(key) or []
+        points = [(float(s), float(v)) for s, v in zip(sizes, values) if _num(s) and _num(v) is not None]
+        if points:
+            label = f"{g.get('name')}: {', '.join(map(str, g.get('nodes') or []))}"
+            out.append(Curve(label, points, g.get("status") == "Failed"))
+    return out
+
+
+def node_values(c: dict, metric: str) -> list[NodeValue]:
+    """Each node's best value over the groups it was in (a node in a failed group is marked failed)."""
+    best: dict[str, float | None] = {}
+    failed: set[str] = set()
+    low = lower_is_better(metric)
+    for g in c.get("groups") or []:
+        value = _num((g.get("metrics") or {}).get(metric))
+        for node in g.get("nodes") or []:
+            node = str(node)
+            old = best.get(node)
+            if value is not None and (old is None or (value < old if low else value > old)):
+                best[node] = value
+            else:
+                best.setdefault(node, None)
+            if g.get("status") == "Failed":
+                failed.add(node)
+    return [NodeValue(n, best[n], n in failed) for n in sorted(best, key=_natural)]
+
+
+def _within(rules: list[Rule], values: list[float]) -> list[Rule]:
+    """Drop a bound far above every value (`value < 5000`): it would squash the chart and says nothing here."""
+    top = max(values, default=0.0)
+    return [r for r in rules if r.value <= 1.5 * top or not values]
+
+
+def category_charts(c: dict) -> list[str]:
+    """The `<svg>` charts of one category, in page order."""
+    out = []
+    if c.get("diagnose"):
+        return [diagnose_timeline(c["diagnose"])]
+    groups = c.get("groups") or []
+    has_curves = any(g.get("curve") for g in groups)
+    if has_curves or c.get("domain") == "communication":
+        for key, label in _BANDWIDTH_KEYS:
+            curves = group_curves(c, key)
+            mean = [(float(r["sizeBytes"]), float(r[key])) for r in c.get("bandwidth") or []
+                    if _num(r.get("sizeBytes")) and _num(r.get(key)) is not None]
+            rng = c.get("bandwidthRange") or {}
+            band = [(float(sz), lo, hi) for sz, lo, hi in zip(rng.get("sizeBytes") or [], rng.get(f"{key}Min") or [],
+                                                              rng.get(f"{key}Max") or [])
+                    if _num(sz) and _num(lo) is not None and _num(hi) is not None]
+            values = [v for cv in curves for _, v in cv.points] + [hi for _, _, hi in band]
+            out.append(bandwidth_chart(f"{label} vs message size", label, curves, mean,
+                                       _within(threshold_rules(c, key), values), band,
+                                       int(c.get("curvesOmitted") or 0)))
+            if not curves and not mean and not band:
+                break  # one empty frame says it; two would repeat it
+    metric = primary_metric(c)
+    if metric is None:
+        out.append(empty_chart("Per-node measurement", "no node has a measurement in this category", "nodes"))
+        return out
+    nodes = node_values(c, metric)
+    present = [n.value for n in nodes if n.value is not None]
+    rules = _within(threshold_rules(c, metric), present)
+    if present:
+        rules.append(Rule(statistics.median(present), f"median {number(statistics.median(present))}", "median"))
+    out.append(node_chart(f"Best {metric} per node ({len(nodes)} node{'s' if len(nodes) != 1 else ''})", metric,
+                          nodes, rules))
+    return out
+
+
+def diagnose_timeline(d: dict) -> str:
+    """Rounds 1..R across, one row per suspect, infrastructure fault and unresolved group; a red mark at each round
+    whose test is evidence against it. The report keeps no per-round list of the groups that ran and passed: the
+    chart says so rather than drawing what it does not know."""
+    e = lambda v: html.escape(clean(v), quote=True)  # noqa: E731
+    rounds = int(d.get("rounds") or 0)
+    rows: list[tuple[str, list[tuple[int, str]]]] = []
+    for s in d.get("suspects") or []:
+        marks = []
+        for ev in s.get("evidence") or [] if isinstance(s.get("evidence"), list) else []:
+            m = _TEST_ID.match(str((ev or {}).get("test") or ""))
+            if m:
+                marks.append((int(m.group(1)), describe_evidence([ev])))
+        rows.append((f"suspect {s.get('node')}", marks))
+    for f in d.get("infrastructureFaults") or []:
+        rows.append(("link " + " / ".join(",".join(map(str, x)) if isinstance(x, list) else str(x)
+                                           for x in f.get("between") or []), []))
+    for u in d.get("unresolved") or []:
+        rows.append((f"unresolved ({u.get('nodeCount')} nodes)", []))
+    if not rows:
+        rows.append(("no suspects: every node passed", []))
+    label_w, top, row_h = 190, 40, 22
+    height = top + row_h * len(rows) + 36
+    span = WIDTH - RIGHT - (LEFT + label_w)
+    step = span / max(1, rounds)
+    out = [f'<svg class="chart diag" viewBox="0 0 {WIDTH} {height}" '
+           f'width="{WIDTH}" height="{height}" role="img" aria-label="Diagnose rounds">',
+           f'<text class="t" x="{LEFT}" y="16">Diagnose: {rounds} round{"s" if rounds != 1 else ""}, '
+           f'{e(d.get("jobs") or 0)} jobs, {e(number(d.get("nodeMinutes")))} node-minutes</text>']
+    for r in range(1, rounds + 1):
+        x = LEFT + label_w + (r - 0.5) * step
+        out.append(f'<text class="xl" x="{x:.0f}" y="{top - 6}">r{r}</text>'
+                   f'<line class="rd" x1="{x:.0f}" x2="{x:.0f}" y1="{top}" y2="{top + row_h * len(rows)}"/>')
+    for i, (label, marks) in enumerate(rows):
+        y = top + i * row_h + row_h / 2
+        out.append(f'<text x="{LEFT + label_w - 6}" y="{y + 4:.0f}" text-anchor="end">{e(label)}</text>'
+                   f'<line class="g" x1="{LEFT + label_w}" x2="{WIDTH - RIGHT}" y1="{y:.0f}" y2="{y:.0f}"/>')
+        for r, why in marks:
+            x = LEFT + label_w + (min(r, max(rounds, 1)) - 0.5) * step
+            out.append(f'<circle class="ev" cx="{x:.0f}" cy="{y:.0f}" r="6"><title>{e(why)}</title></circle>')
+    out.append(f'<text class="msg" x="{LEFT}" y="{height - 10}">red: the round of the test that is evidence '
+               f'against it (passing groups per round are not in the report)</text></svg>')
+    return "".join(out)
+
+
+__all__ = ["category_charts", "diagnose_timeline", "group_curves", "node_values", "primary_metric",
+           "threshold_rules"]
