@@ -16,7 +16,7 @@ def test_certify_writes_report_card_and_workflow(tmp_path, capsys):
     code = main(["certify", str(ROOT / "examples" / "certification.yaml"), "--out", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0
-    assert "discover" in out and "Result:        PASSED" in out and "0 left behind" in out
+    assert "communication/nccl-all-reduce: 1/1 done, 0 failed" in out and "Result:        PASSED" in out and "0 left behind" in out
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["kind"] == "CertificationReport" and report["result"] == "PASSED"
     assert (tmp_path / "report.txt").read_text().startswith("Certification Report")
