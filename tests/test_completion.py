@@ -30,7 +30,7 @@ def _complete(script: str, words: list[str]) -> list[str]:
 def test_bash_completes_commands_flags_and_choices(capsys: pytest.CaptureFixture, tmp_path) -> None:
     script = _script("bash", capsys)
     assert _complete(script, ["nvcre", "rep"]) == ["report"]
-    assert sorted(_complete(script, ["nvcre", "report", "--format", ""])) == ["html", "json", "junit", "text"]
+    assert sorted(_complete(script, ["nvcre", "report", "--format", ""])) == ["ctrf", "html", "json", "junit", "text"]
     assert sorted(_complete(script, ["nvcre", "parse", ""])) == ["dcgm", "nccl", "training"]
     assert sorted(_complete(script, ["nvcre", "submit", "x.yaml", "--wa"])) == ["--wait", "--wait-timeout", "--watch"]
     assert _complete(script, ["nvcre", "certify", "x.yaml", "--progress", "j"]) == ["json"]
