@@ -9,6 +9,7 @@ import pytest
 
 from nvcre_hera.diagnose.bench import (best_halving, bench, kind_oracle, main, model_job_minutes, percentile,
                                        trace_costs)
+from nvcre_hera.diagnose.oracle import random_oracle
 
 
 def test_trace_costs_hand_built() -> None:
@@ -49,6 +50,8 @@ def test_kind_oracle_link_and_flapping() -> None:
     assert set(oracle.flaps) == set(oracle.factors) == truth and len(truth) == 2
     oracle, truth = kind_oracle(32, 1, "slow-nic", 0.7, 0.03, random.Random(1))
     assert not oracle.flaps and not oracle.links and list(oracle.factors.values()) == [0.7]
+    # slow-nic places its faults exactly where the old random_oracle did for the same seed
+    assert truth == set(random_oracle(32, 1, 0.7, 0.03, random.Random(1)).factors)
     with pytest.raises(ValueError):
         kind_oracle(32, 1, "nvlink", 0.8, 0.03, random.Random(1))
 

@@ -99,6 +99,12 @@ def kind_oracle(n: int, faults: int, kind: str, factor: float, sigma: float, rng
         raise ValueError(f"unknown fault kind {kind!r} (use {', '.join(FAULT_KINDS)})")
     oracle = Oracle(n=n, sigma=sigma, dip=dip)
     truth: set[int] = set()
+    if kind in ("slow-nic", "flapping"):  # the same placement as `random_oracle` for the same seed
+        truth = set(rng.sample(range(n), faults) if faults else [])
+        oracle.factors = {x: factor for x in truth}
+        if kind == "flapping":
+            oracle.flaps = {x: FLAP_PROBABILITY for x in truth}
+        return oracle, truth
     for _ in range(faults):
         k = rng.choice(FAULT_KINDS[:3]) if kind == "mix" else kind
         free = [x for x in range(n) if x not in truth]
