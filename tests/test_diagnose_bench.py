@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from nvcre_hera.diagnose.bench import (best_halving, bench, kind_oracle, main, model_job_minutes, percentile,
-                                       trace_costs)
+from nvcre_hera.diagnose.bench import (best_halving, bench, kind_oracle, link_scores, main, model_job_minutes,
+                                       percentile, trace_costs)
 from nvcre_hera.diagnose.oracle import random_oracle
 
 
@@ -45,7 +45,7 @@ def test_model_job_minutes_from_the_sim_duration_model() -> None:
 def test_kind_oracle_link_and_flapping() -> None:
     oracle, truth = kind_oracle(32, 2, "link", 0.8, 0.03, random.Random(1))
     assert len(oracle.links) == 2 and not oracle.factors
-    assert truth == {x for pair in oracle.links for x in pair} and len(truth) == 4
+    assert truth == set() and len({x for pair in oracle.links for x in pair}) == 4
     oracle, truth = kind_oracle(32, 2, "flapping", 0.8, 0.03, random.Random(1))
     assert set(oracle.flaps) == set(oracle.factors) == truth and len(truth) == 2
     oracle, truth = kind_oracle(32, 1, "slow-nic", 0.7, 0.03, random.Random(1))
@@ -102,3 +102,15 @@ def test_bad_flags_exit_2_one_line(argv: list[str], needle: str, capsys: pytest.
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err
     assert len([line for line in err.splitlines() if line.startswith("nvcre bench diagnose: error")]) == 1
+
+
+def test_link_scores_hand_built() -> None:
+    links = [(3, 9), (4, 5)]
+    reported = [
+        {"between": [[9], [3]]},          # pinpoints (3, 9), either order
+        {"between": [[4, 6], [5, 7]]},    # holds (4, 5) but does not pinpoint it
+        {"between": [[1, 2], [8]]},       # holds no bad link
+    ]
+    assert link_scores(links, reported) == (1, 1)
+    assert link_scores([], reported) == (0, 3)
+    assert link_scores(links, []) == (0, 0)

@@ -87,13 +87,29 @@ def trace_costs(rounds: Sequence[Sequence[Sequence[int]]], bad: set[int],
     return {"wallMinutes": wall, "nodeMinutes": node_minutes, "releaseMinutes": release}
 
 
+def link_scores(links: Sequence[tuple[int, int]], reported: Sequence[dict]) -> tuple[int, int]:
+    """(true links pinpointed, reported infrastructure faults holding no true link).
+
+    A link (a, b) is pinpointed when some report's `between` is exactly [[a], [b]] (either order); a report holds a
+    link when one side contains a and the other b.
+    """
+    def holds(rep: dict, a: int, b: int) -> bool:
+        x, y = (set(side) for side in rep["between"])
+        return (a in x and b in y) or (a in y and b in x)
+
+    found = sum(any(sorted(map(sorted, r["between"])) == [[a], [b]] for r in reported) for a, b in links)
+    false = sum(not any(holds(r, a, b) for a, b in links) for r in reported)
+    return found, false
+
+
 def kind_oracle(n: int, faults: int, kind: str, factor: float, sigma: float, rng: random.Random,
                 dip: float = 0.01) -> tuple[Oracle, set[int]]:
     """The trial's ground truth for one fault kind, and the nodes a perfect diagnose accuses.
 
     slow-nic: `faults` nodes at `factor` in every job; flapping: such nodes, slow in FLAP_PROBABILITY of their
-    jobs; link: `faults` bad links between random node pairs, at `factor` only when both ends share a job (both
-    ends count as the culprits); mix: each fault's kind drawn uniformly from the three.
+    jobs; link: `faults` bad links between random node pairs, at `factor` only when both ends share a job (no node
+    is at fault, so accusing an end is a false accusation; `link_scores` scores the reported infrastructure
+    faults); mix: each fault's kind drawn uniformly from the three.
     """
     if kind not in FAULT_KINDS:
         raise ValueError(f"unknown fault kind {kind!r} (use {', '.join(FAULT_KINDS)})")
@@ -105,15 +121,17 @@ def kind_oracle(n: int, faults: int, kind: str, factor: float, sigma: float, rng
         if kind == "flapping":
             oracle.flaps = {x: FLAP_PROBABILITY for x in truth}
         return oracle, truth
+    used: set[int] = set()
     for _ in range(faults):
         k = rng.choice(FAULT_KINDS[:3]) if kind == "mix" else kind
-        free = [x for x in range(n) if x not in truth]
+        free = [x for x in range(n) if x not in used]
         if k == "link" and len(free) >= 2:
             a, b = sorted(rng.sample(free, 2))
             oracle.links[(a, b)] = factor
-            truth |= {a, b}
+            used |= {a, b}
             continue
         x = rng.choice(free)
+        used.add(x)
         oracle.factors[x] = factor
         if k == "flapping":
             oracle.flaps[x] = FLAP_PROBABILITY
@@ -124,7 +142,7 @@ def kind_oracle(n: int, faults: int, kind: str, factor: float, sigma: float, rng
 def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, kind: str, fault_factor: float,
                   noise: float, cap: int, trials: int, seed: int, dip: float) -> dict:
     jobs, rounds, wall, nm, rel = [], [], [], [], []
-    tp = fp = fn = exact = accused = healthy_accused = 0
+    tp = fp = fn = exact = accused = healthy_accused = links = links_found = false_infra = 0
     for t in range(trials):
         s = seed + t
         oracle, bad = kind_oracle(nodes, faults, kind, fault_factor, noise, random.Random(s), dip)
@@ -152,6 +170,10 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
         exact += acc == bad
         accused += bool(acc)
         healthy_accused += bool(acc - bad)
+        found, false = link_scores(sorted(oracle.links), trace.final.get("infrastructureFaults") or [])
+        links += len(oracle.links)
+        links_found += found
+        false_infra += bool(false)
     n = max(trials, 1)
     return {
         "jobs": round(sum(jobs) / n, 2),
@@ -162,6 +184,8 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
         "exact": round(exact / n, 4),
         "accusedRate": round(accused / n, 4),
         "falseAccusationRate": round(healthy_accused / n, 4),
+        "linkRecall": round(links_found / links, 4) if links else None,
+        "falseInfraRate": round(false_infra / n, 4),
         "wallMinutes": round(sum(wall) / n, 1),
         "wallMedian": round(statistics.median(wall), 1),
         "wallP95": round(percentile(wall, 0.95), 1),
@@ -228,17 +252,20 @@ def format_table(result: dict) -> str:
         f"(+{sc['dip']:.0%} dips) cap={sc['cap']} trials={sc['trials']} seed={sc['seed']}",
         f"lower bounds: jobs >= {lb['jobs']} (log2 C(N,K)), rounds >= {lb['rounds']} (log_(C+1) N)",
         f"{'strategy':<14}{'jobs':>7}{'rounds':>7}{'p95':>4}{'prec':>7}{'recall':>7}{'falseAcc':>9}"
-        f"{'wall med':>9}{'p95':>6}{'node-min':>9}{'release med':>12}{'p95':>6}",
+        f"{'wall med':>9}{'p95':>6}{'node-min':>9}{'release med':>12}{'p95':>6}{'linkRec':>8}{'falseInf':>9}",
     ]
     for name, s in result["strategies"].items():
         lines.append(f"{name:<14}{s['jobs']:>7.2f}{s['rounds']:>7.2f}{s['roundsP95']:>4}{s['precision']:>7.3f}"
                      f"{s['recall']:>7.3f}{s['falseAccusationRate']:>9.2f}{s['wallMedian']:>9.1f}"
                      f"{s['wallP95']:>6.1f}{s['nodeMinutes']:>9.0f}{s['releaseMedian']:>12.1f}"
-                     f"{s['releaseP95']:>6.1f}")
+                     f"{s['releaseP95']:>6.1f}"
+                     f"{'-' if s['linkRecall'] is None else format(s['linkRecall'], '.2f'):>8}"
+                     f"{s['falseInfraRate']:>9.2f}")
     if "bestHalving" in result:
         lines.append(f"halving* = {result['bestHalving']['entry']} ({result['bestHalving']['criterion']})")
     lines.append("minutes from nvcre_hera.sim.model; node-min is the mean; release = end of the last round "
-                 "with a healthy node in a job")
+                 "with a healthy node in a job;\nlinkRec = bad links pinpointed as infrastructure faults (both ends "
+                 "exact); falseInf = share of trials reporting an infrastructure fault that holds no bad link")
     return "\n".join(lines)
 
 
@@ -303,5 +330,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["FAULT_KINDS", "bench", "best_halving", "format_table", "kind_oracle", "lower_bounds", "main",
+__all__ = ["FAULT_KINDS", "bench", "best_halving", "format_table", "kind_oracle", "link_scores", "lower_bounds", "main",
            "model_job_minutes", "percentile", "trace_costs"]
