@@ -1,10 +1,15 @@
-"""`nvcre bench diagnose`: both strategies on the same seeded scenarios, against the theoretical bounds.
+"""`nvcre bench diagnose`: the strategies on the same seeded scenarios, against the theoretical bounds.
 
 Every trial draws one fault placement and one noise stream from its seed and replays them for each strategy, so
 the strategies are compared on identical clusters. Jobs do not count the failing full-group run that triggered the
 diagnose (reference §2.2 / Table B); rounds are waves of node-disjoint jobs with at most `cap` on the network.
 With `--faults 0` the full-group run is a transient dip on a healthy cluster, and `accusedRate` is the share of
 trials in which anybody was accused.
+
+What users pay is costed with the simulated cluster's duration model (`nvcre_hera.sim.model`: gang scheduling,
+launch, NCCL init and the nccl-tests all-reduce sweep at the job's expected busbw), not the planner's own
+`job_minutes` estimate: a round lasts as long as its longest job; wall minutes are the sum of the rounds
+(the full-group run is excluded, as for jobs); node-minutes sum nodes × job minutes over the jobs.
 """
 
 from __future__ import annotations
@@ -13,11 +18,21 @@ import argparse
 import json
 import math
 import random
+import statistics
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from nvcre_hera.diagnose.oracle import Oracle, random_oracle, run
+from nvcre_hera.diagnose.oracle import Oracle, run
 from nvcre_hera.diagnose.planner import STRATEGIES
+from nvcre_hera.sim import model
+
+#: fault kinds the oracle draws faithfully. slow-gpu and nvlink are left out: the oracle has one scope (every
+#: job sees the min member factor), so they would be slow-nic under another name.
+FAULT_KINDS = ("slow-nic", "link", "flapping", "mix")
+UNMODELLED_KINDS = ("slow-gpu", "nvlink")
+FLAP_PROBABILITY = 0.5  # a flapping node is slow in this share of the jobs it takes part in
+GPUS_PER_NODE = 8
+MAX_BYTES = 1 << 34  # the sim's default nccl-tests sweep end (16 GiB), 20 iterations, 1 cycle
 
 
 def lower_bounds(nodes: int, faults: int, cap: int) -> dict:
@@ -27,57 +42,204 @@ def lower_bounds(nodes: int, faults: int, cap: int) -> dict:
     return {"jobs": jobs, "rounds": rounds}
 
 
-def _trial_oracle(seed: int, nodes: int, faults: int, factor: float, noise: float, dip: float) -> Oracle:
-    return random_oracle(nodes, faults, factor, noise, random.Random(seed), dip=dip)
+def model_job_minutes(nodes: int, busbw: float) -> float:
+    """Minutes of one all-reduce diagnose job on `nodes` nodes at `busbw` GB/s, from `sim.model` (§4.7)."""
+    sched, launch, init = model.startup_s(nodes)
+    alpha = model.latency_us("net" if nodes > 1 else "nvlink", nodes, "onprem")
+    measure = model.nccl_measure_s(model.sizes(MAX_BYTES), busbw,
+                                   model.bus_factor("all_reduce", nodes * GPUS_PER_NODE), alpha, 20, 1)
+    return (sched + launch + init + measure) / 60.0
+
+
+def expected_busbw(oracle: Oracle, nodes: Sequence[int]) -> float:
+    """The oracle's noiseless value of a job (flapping nodes counted as bad: the slower sweep, an upper bound)."""
+    members = set(nodes)
+    f = min([oracle.factors[x] for x in members if x in oracle.factors] +
+            [fl for (a, b), fl in oracle.links.items() if a in members and b in members] + [1.0])
+    return oracle.healthy(list(nodes)) * f
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile: the ⌈q·n⌉-th smallest value (q = 0.95 → p95)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def trace_costs(rounds: Sequence[Sequence[Sequence[int]]], bad: set[int],
+                minutes: Callable[[Sequence[int]], float]) -> dict:
+    """Wall, node-minutes and release time of one diagnose, given each round's jobs (as node lists).
+
+    * wall: Σ over rounds of the longest job's minutes;
+    * nodeMinutes: Σ over jobs of |nodes| × minutes;
+    * releaseMinutes: the wall time at the end of the last round in which at least one healthy node (not in
+      `bad`) was a member of some job; from then on only faulty nodes are tested, so every healthy node could be
+      handed back. 0 when no round used a healthy node. The full-group run is excluded, as it is from wall.
+    """
+    wall = node_minutes = release = 0.0
+    for jobs in rounds:
+        durations = [minutes(nodes) for nodes in jobs]
+        wall += max(durations, default=0.0)
+        node_minutes += sum(len(nodes) * d for nodes, d in zip(jobs, durations))
+        if any(set(nodes) - bad for nodes in jobs):
+            release = wall
+    return {"wallMinutes": wall, "nodeMinutes": node_minutes, "releaseMinutes": release}
+
+
+def link_scores(links: Sequence[tuple[int, int]], reported: Sequence[dict]) -> tuple[int, int]:
+    """(true links pinpointed, reported infrastructure faults holding no true link).
+
+    A link (a, b) is pinpointed when some report's `between` is exactly [[a], [b]] (either order); a report holds a
+    link when one side contains a and the other b.
+    """
+    def holds(rep: dict, a: int, b: int) -> bool:
+        x, y = (set(side) for side in rep["between"])
+        return (a in x and b in y) or (a in y and b in x)
+
+    found = sum(any(sorted(map(sorted, r["between"])) == [[a], [b]] for r in reported) for a, b in links)
+    false = sum(not any(holds(r, a, b) for a, b in links) for r in reported)
+    return found, false
+
+
+def kind_oracle(n: int, faults: int, kind: str, factor: float, sigma: float, rng: random.Random,
+                dip: float = 0.01) -> tuple[Oracle, set[int]]:
+    """The trial's ground truth for one fault kind, and the nodes a perfect diagnose accuses.
+
+    slow-nic: `faults` nodes at `factor` in every job; flapping: such nodes, slow in FLAP_PROBABILITY of their
+    jobs; link: `faults` bad links between random node pairs, at `factor` only when both ends share a job (no node
+    is at fault, so accusing an end is a false accusation; `link_scores` scores the reported infrastructure
+    faults); mix: each fault's kind drawn uniformly from the three.
+    """
+    if kind not in FAULT_KINDS:
+        raise ValueError(f"unknown fault kind {kind!r} (use {', '.join(FAULT_KINDS)})")
+    oracle = Oracle(n=n, sigma=sigma, dip=dip)
+    truth: set[int] = set()
+    if kind in ("slow-nic", "flapping"):  # the same placement as `random_oracle` for the same seed
+        truth = set(rng.sample(range(n), faults) if faults else [])
+        oracle.factors = {x: factor for x in truth}
+        if kind == "flapping":
+            oracle.flaps = {x: FLAP_PROBABILITY for x in truth}
+        return oracle, truth
+    used: set[int] = set()
+    for _ in range(faults):
+        k = rng.choice(FAULT_KINDS[:3]) if kind == "mix" else kind
+        free = [x for x in range(n) if x not in used]
+        if k == "link" and len(free) >= 2:
+            a, b = sorted(rng.sample(free, 2))
+            oracle.links[(a, b)] = factor
+            used |= {a, b}
+            continue
+        x = rng.choice(free)
+        used.add(x)
+        oracle.factors[x] = factor
+        if k == "flapping":
+            oracle.flaps[x] = FLAP_PROBABILITY
+        truth.add(x)
+    return oracle, truth
+
+
+def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, kind: str, fault_factor: float,
+                  noise: float, cap: int, trials: int, seed: int, dip: float) -> dict:
+    jobs, rounds, wall, nm, rel = [], [], [], [], []
+    tp = fp = fn = exact = accused = healthy_accused = links = links_found = false_infra = 0
+    for t in range(trials):
+        s = seed + t
+        oracle, bad = kind_oracle(nodes, faults, kind, fault_factor, noise, random.Random(s), dip)
+        rng = random.Random(s * 7919 + 17)
+        full: float | bool = True
+        if faults == 0:  # a healthy group that failed by a transient dip alone
+            full = oracle.healthy(list(range(nodes))) * (1 - rng.uniform(0.1, 0.4))
+        config = {"strategy": strategy, "nodeCount": nodes, "cliques": None, "maxConcurrent": cap,
+                  "minGroupSize": 2, "baselineGBps": None, "threshold": None, "seed": s, "noise": noise}
+        if margin is not None:
+            config["halvingMargin"] = margin
+        trace = run(oracle, config, rng, full=full)
+        acc = trace.accused
+        stats = trace.final["stats"]
+        costs = trace_costs([[t["nodes"] for t in r] for r in trace.rounds], bad,
+                            lambda g: model_job_minutes(len(g), expected_busbw(oracle, g)))
+        jobs.append(stats["jobs"])
+        rounds.append(stats["rounds"])
+        wall.append(costs["wallMinutes"])
+        nm.append(costs["nodeMinutes"])
+        rel.append(costs["releaseMinutes"])
+        tp += len(bad & acc)
+        fp += len(acc - bad)
+        fn += len(bad - acc)
+        exact += acc == bad
+        accused += bool(acc)
+        healthy_accused += bool(acc - bad)
+        found, false = link_scores(sorted(oracle.links), trace.final.get("infrastructureFaults") or [])
+        links += len(oracle.links)
+        links_found += found
+        false_infra += bool(false)
+    n = max(trials, 1)
+    return {
+        "jobs": round(sum(jobs) / n, 2),
+        "rounds": round(sum(rounds) / n, 2),
+        "roundsP95": percentile(rounds, 0.95),
+        "precision": round(tp / (tp + fp), 4) if tp + fp else 1.0,
+        "recall": round(tp / (tp + fn), 4) if tp + fn else 1.0,
+        "exact": round(exact / n, 4),
+        "accusedRate": round(accused / n, 4),
+        "falseAccusationRate": round(healthy_accused / n, 4),
+        "linkRecall": round(links_found / links, 4) if links else None,
+        "falseInfraRate": round(false_infra / n, 4),
+        "wallMinutes": round(sum(wall) / n, 1),
+        "wallMedian": round(statistics.median(wall), 1),
+        "wallP95": round(percentile(wall, 0.95), 1),
+        "nodeMinutes": round(sum(nm) / n, 1),
+        "nodeMinutesMedian": round(statistics.median(nm), 1),
+        "releaseMedian": round(statistics.median(rel), 1),
+        "releaseP95": round(percentile(rel, 0.95), 1),
+        **({"margin": margin} if margin is not None else {}),
+    }
+
+
+def best_halving(sweep: dict[str, dict], min_recall: float = 0.99) -> str | None:
+    """The sweep entry with the lowest median wall among those with recall ≥ `min_recall` (else the best recall).
+
+    Ties go to the lower mean wall, then the higher precision.
+    """
+    if not sweep:
+        return None
+    ok = [k for k, v in sweep.items() if v["recall"] >= min_recall]
+    if ok:
+        return min(ok, key=lambda k: (sweep[k]["wallMedian"], sweep[k]["wallMinutes"], -sweep[k]["precision"]))
+    return max(sweep, key=lambda k: (sweep[k]["recall"], -sweep[k]["wallMedian"]))
 
 
 def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: float = 0.03, cap: int = 8,
           trials: int = 50, strategies: Sequence[str] = ("halving", "adaptive"), seed: int = 0,
-          dip: float = 0.01) -> dict:
-    """Run the scenario and return per-strategy means (the numbers `main` prints)."""
+          dip: float = 0.01, kind: str = "slow-nic", halving_margins: Sequence[float] = ()) -> dict:
+    """Run the scenario and return per-strategy figures (the numbers `main` prints).
+
+    With `halving_margins`, halving also runs at each margin on the same seeds (`halving@<m>`), and `halving*`
+    is the best of them: lowest median wall minutes subject to recall ≥ 0.99.
+    """
     out: dict = {
-        "scenario": {"nodes": nodes, "faults": faults, "faultFactor": fault_factor, "noise": noise, "dip": dip,
-                     "cap": cap, "trials": trials, "seed": seed},
+        "scenario": {"nodes": nodes, "faults": faults, "faultKind": kind, "faultFactor": fault_factor,
+                     "noise": noise, "dip": dip, "cap": cap, "trials": trials, "seed": seed},
         "bounds": lower_bounds(nodes, faults, cap),
         "strategies": {},
     }
     for strategy in strategies:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r} (use {', '.join(STRATEGIES)})")
-        jobs, rounds, wall, tp, fp, fn, exact, accused, nm = [], [], [], 0, 0, 0, 0, 0, []
-        for t in range(trials):
-            s = seed + t
-            oracle = _trial_oracle(s, nodes, faults, fault_factor, noise, dip)
-            rng = random.Random(s * 7919 + 17)
-            full: float | bool = True
-            if faults == 0:  # a healthy group that failed by a transient dip alone
-                full = oracle.healthy(list(range(nodes))) * (1 - rng.uniform(0.1, 0.4))
-            config = {"strategy": strategy, "nodeCount": nodes, "cliques": None, "maxConcurrent": cap,
-                      "minGroupSize": 2, "baselineGBps": None, "threshold": None, "seed": s, "noise": noise}
-            trace = run(oracle, config, rng, full=full)
-            bad, acc = oracle.bad_nodes(), trace.accused
-            stats = trace.final["stats"]
-            jobs.append(stats["jobs"])
-            rounds.append(stats["rounds"])
-            nm.append(stats["nodeMinutes"])
-            wall.append(trace.wall_minutes)
-            tp += len(bad & acc)
-            fp += len(acc - bad)
-            fn += len(bad - acc)
-            exact += acc == bad
-            accused += bool(acc)
-        n = max(trials, 1)
-        out["strategies"][strategy] = {
-            "jobs": round(sum(jobs) / n, 2),
-            "rounds": round(sum(rounds) / n, 2),
-            "roundsP95": sorted(rounds)[min(len(rounds) - 1, int(0.95 * len(rounds)))] if rounds else 0,
-            "precision": round(tp / (tp + fp), 4) if tp + fp else 1.0,
-            "recall": round(tp / (tp + fn), 4) if tp + fn else 1.0,
-            "exact": round(exact / n, 4),
-            "accusedRate": round(accused / n, 4),
-            "wallMinutes": round(sum(wall) / n, 1),
-            "nodeMinutes": round(sum(nm) / n, 1),
-        }
+    if kind not in FAULT_KINDS:
+        raise ValueError(f"unknown fault kind {kind!r} (use {', '.join(FAULT_KINDS)})")
+    for strategy in strategies:
+        out["strategies"][strategy] = _run_strategy(strategy, None, nodes, faults, kind, fault_factor, noise, cap,
+                                                    trials, seed, dip)
+    if halving_margins:
+        sweep = {f"halving@{m:g}": _run_strategy("halving", m, nodes, faults, kind, fault_factor, noise, cap,
+                                                 trials, seed, dip) for m in halving_margins}
+        out["strategies"].update(sweep)
+        best = best_halving(sweep)
+        if best is not None:
+            out["strategies"]["halving*"] = dict(sweep[best])
+            out["bestHalving"] = {"entry": best, "criterion": "lowest median wall minutes with recall >= 0.99"}
     return out
 
 
@@ -85,17 +247,48 @@ def format_table(result: dict) -> str:
     """The human-readable table."""
     sc, lb = result["scenario"], result["bounds"]
     lines = [
-        f"diagnose bench: N={sc['nodes']} K={sc['faults']} factor={sc['faultFactor']} noise={sc['noise']} "
+        f"diagnose bench: N={sc['nodes']} K={sc['faults']} kind={sc.get('faultKind', 'slow-nic')} "
+        f"factor={sc['faultFactor']} noise={sc['noise']} "
         f"(+{sc['dip']:.0%} dips) cap={sc['cap']} trials={sc['trials']} seed={sc['seed']}",
         f"lower bounds: jobs >= {lb['jobs']} (log2 C(N,K)), rounds >= {lb['rounds']} (log_(C+1) N)",
-        f"{'strategy':<10}{'jobs':>8}{'rounds':>8}{'p95':>5}{'prec':>8}{'recall':>8}{'exact':>7}"
-        f"{'accused':>9}{'wall min':>10}{'node-min':>10}",
+        f"{'strategy':<14}{'jobs':>7}{'rounds':>7}{'p95':>4}{'prec':>7}{'recall':>7}{'falseAcc':>9}"
+        f"{'wall med':>9}{'p95':>6}{'node-min':>9}{'release med':>12}{'p95':>6}{'linkRec':>8}{'falseInf':>9}",
     ]
     for name, s in result["strategies"].items():
-        lines.append(f"{name:<10}{s['jobs']:>8.2f}{s['rounds']:>8.2f}{s['roundsP95']:>5}{s['precision']:>8.3f}"
-                     f"{s['recall']:>8.3f}{s['exact']:>7.2f}{s['accusedRate']:>9.2f}{s['wallMinutes']:>10.1f}"
-                     f"{s['nodeMinutes']:>10.0f}")
+        lines.append(f"{name:<14}{s['jobs']:>7.2f}{s['rounds']:>7.2f}{s['roundsP95']:>4}{s['precision']:>7.3f}"
+                     f"{s['recall']:>7.3f}{s['falseAccusationRate']:>9.2f}{s['wallMedian']:>9.1f}"
+                     f"{s['wallP95']:>6.1f}{s['nodeMinutes']:>9.0f}{s['releaseMedian']:>12.1f}"
+                     f"{s['releaseP95']:>6.1f}"
+                     f"{'-' if s['linkRecall'] is None else format(s['linkRecall'], '.2f'):>8}"
+                     f"{s['falseInfraRate']:>9.2f}")
+    if "bestHalving" in result:
+        lines.append(f"halving* = {result['bestHalving']['entry']} ({result['bestHalving']['criterion']})")
+    lines.append("minutes from nvcre_hera.sim.model; node-min is the mean; release = end of the last round "
+                 "with a healthy node in a job;\nlinkRec = bad links pinpointed as infrastructure faults (both ends "
+                 "exact); falseInf = share of trials reporting an infrastructure fault that holds no bad link")
     return "\n".join(lines)
+
+
+def _kinds(text: str) -> list[str]:
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    for k in kinds:
+        if k in UNMODELLED_KINDS:
+            raise ValueError(f"--fault-kind {k} is not modelled: the oracle has one scope, so it would be slow-nic")
+        if k not in FAULT_KINDS:
+            raise ValueError(f"unknown --fault-kind {k!r} (use {', '.join(FAULT_KINDS)})")
+    if not kinds:
+        raise ValueError("--fault-kind needs at least one kind")
+    return kinds
+
+
+def _margins(text: str) -> list[float]:
+    try:
+        margins = [float(m) for m in text.split(",") if m.strip()]
+    except ValueError:
+        raise ValueError(f"--halving-margins takes comma-separated numbers, got {text!r}") from None
+    if any(not 0 < m < 1 for m in margins):
+        raise ValueError("--halving-margins must lie strictly between 0 and 1")
+    return margins
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,6 +297,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--nodes", type=int, default=1024)
     ap.add_argument("--faults", type=int, default=1)
     ap.add_argument("--fault-factor", type=float, default=0.8, help="capacity of a faulty node (0.8 = 20%% slow)")
+    ap.add_argument("--fault-kind", default="slow-nic",
+                    help=f"one or a comma list of {', '.join(FAULT_KINDS)} (slow-gpu, nvlink: not modelled)")
+    ap.add_argument("--halving-margins", default="",
+                    help="comma list of halving margins to sweep on the same seeds; the best is halving*")
     ap.add_argument("--noise", type=float, default=0.03, help="Gaussian σ, relative")
     ap.add_argument("--dip", type=float, default=0.01, help="share of jobs dipping 10–40%%")
     ap.add_argument("--cap", type=int, default=8, help="maxConcurrent network jobs per round (0 = unlimited)")
@@ -115,12 +312,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     if a.nodes < 2 or not 0 <= a.faults <= a.nodes or a.trials < 1:
         ap.error("need --nodes >= 2, 0 <= --faults <= --nodes and --trials >= 1")
     try:
-        result = bench(a.nodes, a.faults, a.fault_factor, a.noise, a.cap, a.trials,
-                       [s.strip() for s in a.strategies.split(",") if s.strip()], a.seed, a.dip)
+        kinds = _kinds(a.fault_kind)
+        margins = _margins(a.halving_margins)
+        if "link" in kinds or "mix" in kinds:
+            if 2 * a.faults > a.nodes:
+                raise ValueError("--fault-kind link needs 2 x --faults <= --nodes")
+        results = [bench(a.nodes, a.faults, a.fault_factor, a.noise, a.cap, a.trials,
+                         [s.strip() for s in a.strategies.split(",") if s.strip()], a.seed, a.dip, kind, margins)
+                   for kind in kinds]
     except ValueError as e:
         ap.error(str(e))
-    print(json.dumps(result, indent=2) if a.json else format_table(result))
+    if a.json:
+        print(json.dumps(results[0] if len(results) == 1 else {"kinds": {r["scenario"]["faultKind"]: r
+                                                                         for r in results}}, indent=2))
+    else:
+        print("\n\n".join(format_table(r) for r in results))
     return 0
 
 
-__all__ = ["bench", "format_table", "lower_bounds", "main"]
+__all__ = ["FAULT_KINDS", "bench", "best_halving", "format_table", "kind_oracle", "link_scores", "lower_bounds", "main",
+           "model_job_minutes", "percentile", "trace_costs"]
