@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="")
     p.add_argument("--jobs", type=int, default=8)
     args = p.parse_args(argv)
-    from nvcre_hera.argo_run import ensure_runner
+    from nvcre_hera.podrunner.process import ensure_runner
     from nvcre_hera.controlplane import ensure_up
 
     t0 = time.monotonic()

@@ -10,20 +10,15 @@ reported as hung, phase Running). The report comes from the judge node's `report
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from nvcre_hera.podrunner.process import ensure_runner, stop_runner
 from nvcre_hera.workflow_report import workflow_nodes
 
 FINAL = ("Succeeded", "Failed", "Error")
-RUNNER_PID = "podrunner.pid"
-RUNNER_SCALE = "podrunner.scale"
 
 
 @dataclass
@@ -53,47 +48,6 @@ class ArgoRun:
 
     def nodes_of(self, template: str) -> list[ArgoNode]:
         return [n for n in self.nodes.values() if n.template == template]
-
-
-def runner_alive(state_dir: Path) -> bool:
-    pid_file = state_dir / RUNNER_PID
-    try:
-        os.kill(int(pid_file.read_text()), 0)
-        return True
-    except (OSError, ValueError):
-        return False
-
-
-def ensure_runner(state_dir: Path, scale: float) -> None:
-    """Start the pod runner in its own session (it outlives this command, like the control plane) unless one runs
-    at this time scale; one at another scale is restarted (its scale decides every deadline's meaning)."""
-    scale_file = state_dir / RUNNER_SCALE
-    if runner_alive(state_dir):
-        if scale_file.is_file() and scale_file.read_text().strip() == f"{scale:g}":
-            return
-        stop_runner(state_dir)
-    log = open(state_dir / "logs" / "podrunner.log", "ab")  # noqa: SIM115 - handed to the child
-    proc = subprocess.Popen([sys.executable, "-m", "nvcre_hera.podrunner", "--state-dir", str(state_dir),
-                             "--scale", f"{scale:g}"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    (state_dir / RUNNER_PID).write_text(str(proc.pid))
-    scale_file.write_text(f"{scale:g}\n")
-
-
-def stop_runner(state_dir: Path) -> bool:
-    if not runner_alive(state_dir):
-        return False
-    pid = int((state_dir / RUNNER_PID).read_text())
-    os.kill(pid, signal.SIGTERM)
-    for _ in range(50):
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            break
-        time.sleep(0.1)
-    else:
-        os.kill(pid, signal.SIGKILL)
-    (state_dir / RUNNER_PID).unlink(missing_ok=True)
-    return True
 
 
 def with_sim_cluster(workflow: dict, cluster_path: str) -> dict:
@@ -216,5 +170,5 @@ def sim_record(state_dir: Path, workflow: str) -> dict:
         return {}
 
 
-__all__ = ["ArgoNode", "ArgoRun", "create_workflow", "ensure_runner", "run_argo", "stop_runner", "watch",
+__all__ = ["ArgoNode", "ArgoRun", "create_workflow", "run_argo", "watch",
            "with_sim_cluster"]

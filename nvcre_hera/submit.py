@@ -12,19 +12,8 @@ import sys
 import time
 from typing import Callable
 
+from nvcre_hera.argo_connection import argo_connection
 from nvcre_hera.errors import InputError
-
-
-def argo_connection(insecure: bool = False) -> tuple[str, str | None, bool]:
-    """(host URL, token, verify TLS) from the argo CLI's environment variables."""
-    server = os.environ.get("ARGO_SERVER", "").strip()
-    if not server:
-        raise InputError("ARGO_SERVER is not set (host:port of the Argo Server, as for the argo CLI)", "environment")
-    if "://" not in server:
-        secure = os.environ.get("ARGO_SECURE", "true").lower() != "false"
-        server = ("https://" if secure else "http://") + server
-    skip = insecure or os.environ.get("ARGO_INSECURE_SKIP_VERIFY", "").lower() == "true"
-    return server.rstrip("/"), os.environ.get("ARGO_TOKEN") or None, not skip
 
 
 def submit(args: argparse.Namespace, compile_options: Callable, in_file: Callable) -> int:
@@ -180,4 +169,4 @@ def wait_for_verdict(get: Callable[[], dict], name: str, poll_s: float = 2.0, *,
     return 0 if report.get("result") == "PASSED" else 1
 
 
-__all__ = ["argo_connection", "submit", "submit_kube", "ui_url", "wait_for_verdict"]
+__all__ = ["submit", "submit_kube", "ui_url", "wait_for_verdict"]

@@ -50,7 +50,7 @@ def fetch_report(name: str, namespace: str | None) -> dict:
     if os.environ.get("ARGO_SERVER"):
         from hera.workflows import WorkflowsService
 
-        from nvcre_hera.submit import argo_connection
+        from nvcre_hera.argo_connection import argo_connection
 
         host, token, verify = argo_connection()
         try:

@@ -3,7 +3,7 @@ process starts): what is proven is the decision to reuse or restart, not the run
 
 import os
 
-from nvcre_hera import argo_run
+from nvcre_hera.podrunner import process as argo_run
 
 
 def test_a_runner_at_another_scale_is_restarted(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ from nvcre_hera.cli import main
 from nvcre_hera.compile.plan import CompileOptions
 from nvcre_hera.compile.workflow import compile_certification
 from nvcre_hera.spec_load import load_certification
-from nvcre_hera.submit import argo_connection
+from nvcre_hera.argo_connection import argo_connection
 
 # Hera's WorkflowsService still calls pydantic's deprecated .json(); not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore:The `json` method is deprecated")

@@ -311,7 +311,7 @@ def _down(sd: Path) -> list[str]:
         return []
     procs = recorded_procs(sd)
     stopped = []
-    from nvcre_hera.argo_run import stop_runner  # the pod runner (started by certify --engine argo or make e2e)
+    from nvcre_hera.podrunner.process import stop_runner  # started by certify --engine argo or make e2e
 
     if stop_runner(sd):
         stopped.append("podrunner")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nvcre_hera.argo_run import ensure_runner
+from nvcre_hera.podrunner.process import ensure_runner
 
 pytestmark = pytest.mark.e2e
 
