@@ -182,6 +182,9 @@ class Progress:
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     metrics[k] = (max if lower_is_better(k) else min)(metrics.get(k, v), v)
         reasons = [x for r in runs for x in (r.get("reasons") or []) if isinstance(x, (dict, str))]
+        # seconds its pods waited Pending (WorkloadSchedulingBlocked time, kept off timeoutPerJob), worst repeat
+        blocked = max((float(b.get("seconds") or 0) for r in runs if isinstance(b := r.get("schedulingBlocked"), dict)),
+                      default=0.0)
         workload_ok = node.phase == "Succeeded" and bool(runs) and all(r.get("status", "ok") == "ok" for r in runs)
         metric = self._metric(cat, metrics)
         value = metrics.get(metric) if metric else None
@@ -204,7 +207,8 @@ class Progress:
         return {"event": "test", "category": cat.key, "group": name, "nodes": nodes, "nodeCount": size,
                 "phase": node.phase, "workloadOk": workload_ok, "passed": verdict, "metric": metric, "value": value,
                 "threshold": cat.thresholds.get(metric) if metric else None, "reason": why or None,
-                "done": cat.done, "total": cat.total, "t": node.time}
+                "done": cat.done, "total": cat.total, "t": node.time,
+                **({"schedulingBlockedSec": round(blocked, 1)} if blocked else {})}
 
     def _category_done(self, index: int, node: Node) -> list[dict]:
         cat = self.categories.get(index)
@@ -246,6 +250,9 @@ def format_text(r: dict) -> str:
             what = "no measurement"
         if r.get("reason"):
             what += (": " if what else "") + clean(r["reason"])[:160]
+        elif r.get("schedulingBlockedSec"):  # it ran in the end: say how long it could not start
+            what += f" (pods Pending {r['schedulingBlockedSec']:.0f}s first: WorkloadSchedulingBlocked, " \
+                    "not counted against timeoutPerJob)"
         return f"{t} {mark} {clean(r['category'])} {count:>7}  {where}  {what}"
     if ev == "category":
         total = r.get("total") or r.get("done")

@@ -148,3 +148,37 @@ async def test_kube_wait_keeps_unschedulable_time_off_the_timeout(kmock) -> None
     assert ran.phase == "Succeeded" and ran.elapsed_s == 30 and ran.blocked_s == 20  # 12 s timeout, 30 s wall
     assert ran.blocked_message == "0/3 nodes are available: 1 Insufficient nvidia.com/gpu"
     assert placed is None and unplaced == ran.blocked_message and gated is None
+
+
+def test_progress_and_card_say_a_test_waited_pending_and_which_one_never_ran(tmp_path: Path, capsys) -> None:
+    """The example cluster: gpu-node-03's pods wait 900 s Pending then run; gpu-node-05's are never placed. The
+    expectations come from the cluster file (its fault list), not from the run."""
+    cluster = ROOT / "examples/clusters/scheduling-blocked.yaml"
+    faults = {f["node"]: f for f in yaml.safe_load(cluster.read_text())["spec"]["faults"]}
+    assert faults["gpu-node-03"]["pendingSeconds"] == 900 and "pendingSeconds" not in faults["gpu-node-05"]
+    code = main(["certify", str(ROOT / "examples/certifications/intra-node.yaml"), "--cluster", str(cluster),
+                 "--out", str(tmp_path / "out")])
+    lines = capsys.readouterr().out.splitlines()
+    assert code == 1
+    tests = [line for line in lines if line.startswith("[") and "/16  g" in line]
+    waited = [line for line in tests if " gpu-node-03 " in line]
+    never = [line for line in tests if " gpu-node-05 " in line]
+    assert waited and all("✓" in line and "pods Pending 900s first: WorkloadSchedulingBlocked" in line
+                          for line in waited)
+    assert never and all("✗" in line and "WorkloadSchedulingBlocked: pods unschedulable" in line for line in never)
+    assert not [line for line in tests if "Pending" in line and " gpu-node-03 " not in line]
+    card = (tmp_path / "out" / "report.txt").read_text()
+    assert "Waited:     g2 (gpu-node-03) Pending 15m0s before it ran" in card
+
+
+def test_json_progress_carries_the_pending_seconds(tmp_path: Path, capsys) -> None:
+    cluster = ROOT / "examples/clusters/scheduling-blocked.yaml"
+    main(["certify", str(ROOT / "examples/certifications/intra-node.yaml"), "--cluster", str(cluster),
+          "--out", str(tmp_path / "out"), "--progress", "json"])
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+    by_node = {}
+    for r in records:
+        if r.get("event") == "test":
+            by_node.setdefault(tuple(r["nodes"]), []).append(r.get("schedulingBlockedSec"))
+    assert by_node[("gpu-node-03",)] == [900.0, 900.0]
+    assert all(v == [None, None] for k, v in by_node.items() if k not in (("gpu-node-03",), ("gpu-node-05",)))

@@ -197,6 +197,21 @@ def _nic_lines(c: dict) -> list[str]:
     return [f"NIC:        {nic.get('resource') or 'none'} ({nic.get('source')})"]
 
 
+def _waited_lines(c: dict) -> list[str]:
+    """Groups that ran only after their pods waited Pending (WorkloadSchedulingBlocked time, off timeoutPerJob):
+    they passed or failed on their own; the wait says the cluster was short of capacity while they ran."""
+    waited = [g for g in c.get("groups") or [] if (g.get("schedulingBlocked") or {}).get("seconds")
+              and g.get("status") == "Passed"]
+    if not waited:
+        return []
+    waited.sort(key=lambda g: -float(g["schedulingBlocked"]["seconds"]))
+    first = waited[0]
+    more = f" and {len(waited) - 1} more" if len(waited) > 1 else ""
+    nodes = ", ".join(clean(n) for n in first.get("nodes") or [])[:60]
+    return ["", f"Waited:     {clean(first['name'])} ({nodes}) Pending {duration(first['schedulingBlocked']['seconds'])} "
+                f"before it ran{more} (WorkloadSchedulingBlocked time, not counted against timeoutPerJob)"]
+
+
 def _category_box(c: dict) -> list[str]:
     lines = [
         f"Status:     {c.get('status')}",
@@ -227,6 +242,7 @@ def _category_box(c: dict) -> list[str]:
     warned = [g for g in c.get("groups") or [] if g.get("warnings")]
     if warned:  # kept for the reader; a warning is no failure evidence
         lines += ["", f"Warnings:   {len(warned)} group(s) logged NCCL WARN lines, e.g. {clean(warned[0]['warnings'][0])}"]
+    lines += _waited_lines(c)
     if c.get("failedGroups"):
         lines += ["", *_failed_group_lines(c["failedGroups"])]
     return _box(f"{c.get('domain')}/{c.get('variant')}", lines)
