@@ -8,10 +8,11 @@ which also turns pydantic's errors into one-line messages.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from nvcre_hera.catalog import gpu_architectures
 from nvcre_hera.units import parse_byte_size, parse_duration
 
 API_VERSION = "nvcre.nvidia.com/v1alpha1"
@@ -194,7 +195,8 @@ class CategoryOptions(_Model):
     max_bytes: str | None = Field(None, alias="maxBytes")
     num_iterations: int | None = Field(None, alias="numIterations", ge=1)
     num_cycles: int | None = Field(None, alias="numCycles", ge=1)
-    thresholds: dict[str, str] | None = None
+    # metric -> CEL; a GPU architecture key (a100: {metric: CEL}) holds thresholds for that GPU only
+    thresholds: dict[str, str | dict[str, str]] | None = None
     max_concurrent: int | None = Field(None, alias="maxConcurrent", ge=0)
     min_group_size: int | None = Field(None, alias="minGroupSize", ge=1)
     timeout_per_job: str | None = Field(None, alias="timeoutPerJob")
@@ -301,9 +303,17 @@ class CategoryOptions(_Model):
 
     @field_validator("thresholds")
     @classmethod
-    def _threshold_keys(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+    def _threshold_keys(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        archs = gpu_architectures()
         for key, expr in (value or {}).items():
-            if not expr.strip():
+            if isinstance(expr, dict):
+                if key not in archs:
+                    raise ValueError(f"{key!r} holds a map, but it is no GPU architecture (per-GPU thresholds go "
+                                     f"under one of: {', '.join(archs)})")
+                for metric, inner in expr.items():
+                    if not inner.strip():
+                        raise ValueError(f"threshold {key}.{metric} has an empty expression")
+            elif not expr.strip():
                 raise ValueError(f"threshold {key!r} has an empty expression")
         return value
 
@@ -361,6 +371,9 @@ class CertificationSpec(CategoryOptions):
     gang_scheduler: GangScheduler | None = Field(None, alias="gangScheduler")
     priority_class_name: str | None = Field(None, alias="priorityClassName")
     orchestration: Orchestration | None = None
+    # nvcre-hera extension: `all` certifies every GPU architecture among the target's nodes, each in its own
+    # groups with its own thresholds; `majority` tests the most common one and excludes the rest (INCOMPLETE)
+    architecture: Literal["all", "majority"] = "all"
 
     @field_validator("priority_class_name")
     @classmethod
