@@ -394,11 +394,24 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         metrics=_metric_stats(list(category.get("metricNames") or []), ok_runs),
         bandwidth=_bandwidth(ok_runs), groups=groups, failedGroups=failed)
     _trim_curves(entry, ok_runs)
+    _shared_threshold_hint(entry, category)
     if category.get("diagnose") is not None:
         _add_diagnose(entry, category["diagnose"])
     if incomplete and entry["status"] == "Passed":
         entry["status"] = "Incomplete"  # what ran passed, but it could not exercise what the scale names
     return entry, blame
+
+
+def _shared_threshold_hint(entry: dict, category: dict) -> None:
+    """A run over several architectures whose GPU missed a threshold written for every GPU: say where its own go
+    (an A100 held to an H100 figure is the usual case, and nothing else in the report would suggest it)."""
+    shared = set(category.get("sharedThresholds") or [])
+    missed = [t["metric"] for t in entry["thresholds"] if not t["passed"] and t["metric"] in shared]
+    if category.get("gpu") and missed:
+        gpu = category["gpu"]
+        entry["hint"] = (f"{', '.join(missed)}: the threshold given applies to every GPU architecture; to hold "
+                         f"{gpu} nodes to their own, set thresholds.{gpu}.{missed[0]} (README \"Mixed GPU "
+                         f"architectures\")")
 
 
 def _add_diagnose(entry: dict, verdict: dict) -> None:

@@ -78,7 +78,7 @@ def _category_input(cat: dict, disc: dict, summary: dict, results: dict[int, Any
     """The judge's input for one category on one architecture (`share`: that architecture's part of a run over
     several, from the discover summary: its groups and nodes; None for a run over one)."""
     entry = plan_entry(cat)
-    thresholds, _sources = select_thresholds(cat["options"], gpu)
+    thresholds, sources = select_thresholds(cat["options"], gpu)
     verdict = None
     tested = summary.get("selectedNodes", 0) if share is None else share["selectedNodes"]
     part = disc if share is None else (disc.get("perGpu") or {}).get(gpu) or {}
@@ -115,7 +115,9 @@ def _category_input(cat: dict, disc: dict, summary: dict, results: dict[int, Any
         **({"nic": disc["nic"]} if disc.get("nic") else {}),
         **({"diagnose": verdict} if flat is not None and verdict is not None else {}),
         # a run over several architectures: which one this entry judges (the report repeats the category per GPU)
-        **({"index": cat["index"], "gpu": gpu, "gpuProduct": share.get("gpuProduct")} if share is not None else {}),
+        **({"index": cat["index"], "gpu": gpu, "gpuProduct": share.get("gpuProduct"),
+            "sharedThresholds": sorted(m for m, src in sources.items() if not src.get("gpu"))}
+           if share is not None else {}),
     }
 
 
@@ -125,8 +127,8 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
     by_index = {c["index"]: c for c in summary.get("categories") or []}
     shares = summary.get("architectures") or [None]
     categories = []
-    for cat in plan["categories"]:
-        for share in shares:  # one entry per architecture, each with that GPU's thresholds
+    for share in shares:  # architecture by architecture, each category with that GPU's thresholds
+        for cat in plan["categories"]:
             gpu = str(share["gpu"]) if share else str(summary.get("gpu") or "")
             categories.append(_category_input(cat, by_index.get(cat["index"], {}), summary, results,
                                               (groups or {}).get(cat["index"]), gpu, share))
