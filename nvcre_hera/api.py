@@ -301,20 +301,32 @@ class CategoryOptions(_Model):
             raise ValueError(f"{value!r}: the kubernetes.io and k8s.io domains are reserved for native resources")
         return value
 
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _per_gpu_shape(cls, value: Any) -> Any:
+        """The per-GPU form's mistakes, said as such (the type check alone would say "a valid string")."""
+        archs = gpu_architectures()
+        for key, expr in (value or {}).items() if isinstance(value, dict) else ():
+            if isinstance(expr, dict) and key not in archs:
+                raise ValueError(f"{key!r} holds a map, but it is no GPU architecture (per-GPU thresholds go "
+                                 f"under one of: {', '.join(archs)})")
+            if key in archs and not isinstance(expr, dict):
+                raise ValueError(f"{key!r} is a GPU architecture: its thresholds are a map, e.g. {key}: "
+                                 f"{{busBandwidthGBps: \"value >= 150\"}} (got {expr!r})")
+            for metric, inner in expr.items() if isinstance(expr, dict) else ():
+                if not isinstance(inner, str):
+                    raise ValueError(f"threshold {key}.{metric} must be a CEL string such as \"value >= 150\" "
+                                     f"(got {inner!r})")
+        return value
+
     @field_validator("thresholds")
     @classmethod
     def _threshold_keys(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        archs = gpu_architectures()
         for key, expr in (value or {}).items():
-            if isinstance(expr, dict):
-                if key not in archs:
-                    raise ValueError(f"{key!r} holds a map, but it is no GPU architecture (per-GPU thresholds go "
-                                     f"under one of: {', '.join(archs)})")
-                for metric, inner in expr.items():
-                    if not inner.strip():
-                        raise ValueError(f"threshold {key}.{metric} has an empty expression")
-            elif not expr.strip():
-                raise ValueError(f"threshold {key!r} has an empty expression")
+            for metric, inner in expr.items() if isinstance(expr, dict) else [(key, expr)]:
+                if not inner.strip():
+                    name = f"{key}.{metric}" if isinstance(expr, dict) else repr(key)
+                    raise ValueError(f"threshold {name} has an empty expression")
         return value
 
 

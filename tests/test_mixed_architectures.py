@@ -180,7 +180,9 @@ def test_per_gpu_thresholds_reach_the_plan_filtered_by_metric() -> None:
     ('  thresholds: {x100: {busBandwidthGBps: "value >= 1.0"}}', "spec.thresholds", "no GPU architecture"),
     ('  thresholds: {a100: {fooGBps: "value >= 1.0"}}', "spec.thresholds.a100.fooGBps", "no category produces"),
     ('  thresholds: {a100: {busBandwidthGBps: "value >="}}', "spec.thresholds.a100.busBandwidthGBps", ""),
-    ('  thresholds: {a100: {busBandwidthGBps: " "}}', "spec.thresholds", "empty expression"),
+    ('  thresholds: {a100: {busBandwidthGBps: " "}}', "spec.thresholds", "a100.busBandwidthGBps has an empty"),
+    ('  thresholds: {a100: "value >= 1.0"}', "spec.thresholds", "'a100' is a GPU architecture: its thresholds are a map"),
+    ("  thresholds: {a100: {busBandwidthGBps: 5}}", "spec.thresholds", "a100.busBandwidthGBps must be a CEL string"),
     ("  architecture: minority", "spec.architecture", "'all' or 'majority'"),
 ])
 def test_spec_errors_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: str,
