@@ -288,3 +288,22 @@ def test_diagnose_runs_on_one_architecture_and_the_other_is_incomplete() -> None
     by_gpu = {c["gpu"]: c for c in report["categories"]}
     assert by_gpu["h100"]["status"] == "Passed"
     assert by_gpu["a100"]["status"] == "Incomplete" and "not diagnosed" in by_gpu["a100"]["incomplete"]
+
+
+def test_live_progress_holds_a_tagged_group_to_its_gpus_thresholds() -> None:
+    from nvcre_hera.progress import Node, Progress
+
+    plan = {"categories": [{"index": 0, "domain": "communication", "variant": "nccl-all-reduce", "options": {
+        "testScale": "intra-node",
+        "thresholds": {"busBandwidthGBps": "value >= 400", "a100": {"busBandwidthGBps": "value >= 200"}}}}]}
+    progress = Progress({"spec": {"arguments": {"parameters": [{"name": "plan", "value": json.dumps(plan)}]}}})
+
+    def test(nid: str, group: dict, value: float) -> dict:
+        run = {"group": group["id"], "nodes": group["nodes"], "status": "ok", "metrics": {"busBandwidthGBps": value}}
+        return progress.update(Node(nid, "test-0", "Pod", "Succeeded", "", {"group": json.dumps(group)},
+                                    {"metrics": json.dumps([run])}, 1.0))[0]
+
+    a100 = test("a", {"id": "a100-g0", "nodes": ["n9"], "gpu": "a100"}, 230.0)
+    h100 = test("b", {"id": "h100-g0", "nodes": ["n1"], "gpu": "h100"}, 230.0)
+    assert (a100["passed"], a100["threshold"]) == (True, "value >= 200")
+    assert (h100["passed"], h100["threshold"]) == (False, "value >= 400")
