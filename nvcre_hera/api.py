@@ -8,10 +8,11 @@ which also turns pydantic's errors into one-line messages.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from nvcre_hera.catalog import gpu_architectures
 from nvcre_hera.units import parse_byte_size, parse_duration
 
 API_VERSION = "nvcre.nvidia.com/v1alpha1"
@@ -194,7 +195,8 @@ class CategoryOptions(_Model):
     max_bytes: str | None = Field(None, alias="maxBytes")
     num_iterations: int | None = Field(None, alias="numIterations", ge=1)
     num_cycles: int | None = Field(None, alias="numCycles", ge=1)
-    thresholds: dict[str, str] | None = None
+    # metric -> CEL; a GPU architecture key (a100: {metric: CEL}) holds thresholds for that GPU only
+    thresholds: dict[str, str | dict[str, str]] | None = None
     max_concurrent: int | None = Field(None, alias="maxConcurrent", ge=0)
     min_group_size: int | None = Field(None, alias="minGroupSize", ge=1)
     timeout_per_job: str | None = Field(None, alias="timeoutPerJob")
@@ -299,12 +301,32 @@ class CategoryOptions(_Model):
             raise ValueError(f"{value!r}: the kubernetes.io and k8s.io domains are reserved for native resources")
         return value
 
+    @field_validator("thresholds", mode="before")
+    @classmethod
+    def _per_gpu_shape(cls, value: Any) -> Any:
+        """The per-GPU form's mistakes, said as such (the type check alone would say "a valid string")."""
+        archs = gpu_architectures()
+        for key, expr in (value or {}).items() if isinstance(value, dict) else ():
+            if isinstance(expr, dict) and key not in archs:
+                raise ValueError(f"{key!r} holds a map, but it is no GPU architecture (per-GPU thresholds go "
+                                 f"under one of: {', '.join(archs)})")
+            if key in archs and not isinstance(expr, dict):
+                raise ValueError(f"{key!r} is a GPU architecture: its thresholds are a map, e.g. {key}: "
+                                 f"{{busBandwidthGBps: \"value >= 150\"}} (got {expr!r})")
+            for metric, inner in expr.items() if isinstance(expr, dict) else ():
+                if not isinstance(inner, str):
+                    raise ValueError(f"threshold {key}.{metric} must be a CEL string such as \"value >= 150\" "
+                                     f"(got {inner!r})")
+        return value
+
     @field_validator("thresholds")
     @classmethod
-    def _threshold_keys(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+    def _threshold_keys(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         for key, expr in (value or {}).items():
-            if not expr.strip():
-                raise ValueError(f"threshold {key!r} has an empty expression")
+            for metric, inner in expr.items() if isinstance(expr, dict) else [(key, expr)]:
+                if not inner.strip():
+                    name = f"{key}.{metric}" if isinstance(expr, dict) else repr(key)
+                    raise ValueError(f"threshold {name} has an empty expression")
         return value
 
 
@@ -361,6 +383,9 @@ class CertificationSpec(CategoryOptions):
     gang_scheduler: GangScheduler | None = Field(None, alias="gangScheduler")
     priority_class_name: str | None = Field(None, alias="priorityClassName")
     orchestration: Orchestration | None = None
+    # nvcre-hera extension: `all` certifies every GPU architecture among the target's nodes, each in its own
+    # groups with its own thresholds; `majority` tests the most common one and excludes the rest (INCOMPLETE)
+    architecture: Literal["all", "majority"] = "all"
 
     @field_validator("priority_class_name")
     @classmethod

@@ -21,7 +21,9 @@ GPU_RESOURCE = "nvidia.com/gpu"
 @dataclass
 class Exclusion:
     name: str
-    reason: str  # Unschedulable | NotReady | MinorityArchitecture | InsufficientGPUs | NotFound | NotTargeted
+    # Unschedulable | NotReady | MinorityArchitecture | ArchitectureTie | UnknownArchitecture | InsufficientGPUs |
+    # UntoleratedTaint | NoNICResource | NotFound | NotTargeted
+    reason: str
     message: str
 
     def to_dict(self) -> dict:

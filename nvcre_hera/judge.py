@@ -347,7 +347,10 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
     results = category.get("results")
     incomplete = category.get("incomplete")
     entry: dict[str, Any] = {
-        "domain": category.get("domain"), "variant": category.get("variant"), "status": "Passed",
+        "domain": category.get("domain"), "variant": category.get("variant"),
+        # a run over several GPU architectures repeats each category per architecture (see judge())
+        **({k: category.get(k) for k in ("index", "gpu", "gpuProduct")} if category.get("gpu") else {}),
+        "status": "Passed",
         "failureReason": None, "runtimeSec": _number(category.get("runtimeSec")), "testScale": category.get("testScale"),
         "nodesPerJob": category.get("nodesPerJob"), "jobs": len(results or []), "runsMeasured": 0,
         "enableMNNVL": bool(category.get("enableMNNVL", False)), "thresholdsSet": bool(thresholds),
@@ -391,11 +394,24 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         metrics=_metric_stats(list(category.get("metricNames") or []), ok_runs),
         bandwidth=_bandwidth(ok_runs), groups=groups, failedGroups=failed)
     _trim_curves(entry, ok_runs)
+    _shared_threshold_hint(entry, category)
     if category.get("diagnose") is not None:
         _add_diagnose(entry, category["diagnose"])
     if incomplete and entry["status"] == "Passed":
         entry["status"] = "Incomplete"  # what ran passed, but it could not exercise what the scale names
     return entry, blame
+
+
+def _shared_threshold_hint(entry: dict, category: dict) -> None:
+    """A run over several architectures whose GPU missed a threshold written for every GPU: say where its own go
+    (an A100 held to an H100 figure is the usual case, and nothing else in the report would suggest it)."""
+    shared = set(category.get("sharedThresholds") or [])
+    missed = [t["metric"] for t in entry["thresholds"] if not t["passed"] and t["metric"] in shared]
+    if category.get("gpu") and missed:
+        gpu = category["gpu"]
+        entry["hint"] = (f"{', '.join(missed)}: the threshold given applies to every GPU architecture; to hold "
+                         f"{gpu} nodes to their own, set thresholds.{gpu}.{missed[0]} (README \"Mixed GPU "
+                         f"architectures\")")
 
 
 def _add_diagnose(entry: dict, verdict: dict) -> None:
@@ -483,23 +499,48 @@ def _cleanup(categories: list[dict]) -> dict:
     return report
 
 
+def category_label(entry: dict) -> str:
+    """`communication/all_reduce`, with the architecture when the run has several (`... [a100]`)."""
+    return f"{entry.get('domain')}/{entry.get('variant')}" + (f" [{entry['gpu']}]" if entry.get("gpu") else "")
+
+
+def _result(entries: list[dict], excluded: list[dict], incomplete: list[str]) -> str:
+    if any(e["status"] == "Failed" for e in entries):
+        return "FAILED"
+    if any(e["status"] != "Passed" for e in entries) or excluded or incomplete or not entries:
+        return "INCOMPLETE"  # everything that ran passed, but not every target node (or nothing) was tested
+    return "PASSED"
+
+
+def _architectures(summary: dict, entries: list[dict]) -> list[dict]:
+    """One section per GPU architecture of a run over several: its nodes, its categories' verdict. The run's
+    result covers them all (any architecture failing fails the run)."""
+    out = []
+    for arch in summary.get("architectures") or []:
+        own = [e for e in entries if e.get("gpu") == arch.get("gpu")]
+        gone = [e for e in summary.get("excludedNodes") or [] if e.get("name") in set(arch.get("nodes") or [])]
+        out.append({"gpu": arch.get("gpu"), "gpuProduct": arch.get("gpuProduct"),
+                    "testedNodes": arch.get("selectedNodes"), "nodes": list(arch.get("nodes") or []),
+                    "result": _result(own, gone, [e["incomplete"] for e in own if e.get("incomplete")]),
+                    "categoriesPassed": sum(1 for e in own if e["status"] == "Passed"), "categoriesTotal": len(own)})
+    return out
+
+
 def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str | None = None) -> dict:
-    """The CertificationReport for one run. `generated_at` is passed in (None stays null) to keep this pure."""
+    """The CertificationReport for one run. `generated_at` is passed in (None stays null) to keep this pure.
+    A run over several GPU architectures passes one input category per (category, architecture), each tagged with
+    its `gpu`: each is judged on its own by judge_category, and `architectures` sums them up per GPU."""
     entries, blames = [], []
     for cat in categories:
         entry, blame = judge_category(cat)
         entries.append(entry)
-        blames.append((f"{entry['domain']}/{entry['variant']}", blame))
+        blames.append((category_label(entry), blame))
     excluded = [dict(e) for e in summary.get("excludedNodes") or []]
     passed = sum(1 for e in entries if e["status"] == "Passed")
     incomplete = [str(m) for m in summary.get("incomplete") or []]
-    incomplete += [f"{e['domain']}/{e['variant']}: {e['incomplete']}" for e in entries if e.get("incomplete")]
-    if any(e["status"] == "Failed" for e in entries):
-        result = "FAILED"
-    elif passed < len(entries) or excluded or incomplete or not entries:
-        result = "INCOMPLETE"  # everything that ran passed, but not every target node (or nothing) was tested
-    else:
-        result = "PASSED"
+    incomplete += [f"{category_label(e)}: {e['incomplete']}" for e in entries if e.get("incomplete")]
+    result = _result(entries, excluded, incomplete)
+    architectures = _architectures(summary, entries)
     failed_nodes = _failed_nodes(blames)
     members = _failed_group_members(entries, {n["name"] for n in failed_nodes})
     return _finite({
@@ -507,6 +548,7 @@ def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str
         "platform": summary.get("platform"), "gpu": summary.get("gpu"), "gpuProduct": summary.get("gpuProduct"),
         "totalNodes": summary.get("totalNodes"), "testedNodes": summary.get("selectedNodes"),
         "excludedNodes": excluded, **({"incomplete": incomplete} if incomplete else {}),
+        **({"architectures": architectures} if architectures else {}),
         "categories": entries, "failedNodes": failed_nodes, "failedGroupMembers": members,
         "cleanup": _cleanup(categories),
         "summary": {"categoriesPassed": passed, "categoriesTotal": len(entries), "failedNodeCount": len(failed_nodes),
@@ -514,5 +556,5 @@ def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str
     })
 
 
-__all__ = ["API_VERSION", "KIND", "NO_BLAME_REASONS", "NVCRE_NODE_REASON", "REASON_PRECEDENCE", "judge",
+__all__ = ["API_VERSION", "KIND", "NO_BLAME_REASONS", "NVCRE_NODE_REASON", "REASON_PRECEDENCE", "category_label", "judge",
            "judge_category", "lower_is_better", "sample_rows"]

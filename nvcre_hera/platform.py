@@ -2,7 +2,8 @@
 
 Platform: the `spec.providerID` prefix (aws://, gce://, azure://, ocid1.), otherwise onprem; mixed platforms are an
 error. Architecture: the majority `nvidia.com/gpu.product`; ties go to the earliest node name; unlabeled nodes do
-not vote. Pure functions over Node dicts.
+not vote (`architecture: majority`); or every architecture apart (`split_by_architecture`, the default `all`).
+Pure functions over Node dicts.
 """
 
 from __future__ import annotations
@@ -59,12 +60,28 @@ def detect_architecture(nodes: list[dict]) -> tuple[str | None, str | None]:
     return architecture_of(product), product
 
 
+def architecture_key(node: dict) -> str | None:
+    """The node's architecture (h100), else its product label when no architecture matches, else None (no label)."""
+    product = node_labels(node).get(GPU_PRODUCT_LABEL)
+    return architecture_of(product) or product
+
+
+def split_by_architecture(nodes: list[dict]) -> list[tuple[str | None, list[dict]]]:
+    """Nodes by architecture_key, the largest set first (ties: the earliest node name), unlabeled nodes last."""
+    sets: dict[str | None, list[dict]] = {}
+    for node in sorted(nodes, key=node_name):
+        sets.setdefault(architecture_key(node), []).append(node)
+    return sorted(sets.items(), key=lambda kv: (kv[0] is None, -len(kv[1]), node_name(kv[1][0])))
+
+
 __all__ = [
     "GPU_PRODUCT_LABEL",
+    "architecture_key",
     "detect_architecture",
     "detect_gpu_product",
     "detect_platform",
     "node_labels",
     "node_name",
     "platform_of",
+    "split_by_architecture",
 ]

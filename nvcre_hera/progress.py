@@ -27,6 +27,7 @@ from nvcre_hera.judge import lower_is_better
 from nvcre_hera.report.card import clean, number
 from nvcre_hera.report.timing import epoch_seconds
 from nvcre_hera.report.words import fixed, plural
+from nvcre_hera.threshold_select import select_thresholds
 
 DONE = frozenset({"Succeeded", "Failed", "Error", "Skipped", "Omitted"})
 _TEST = re.compile(r"^test-(\d+)$")
@@ -69,7 +70,8 @@ def node_from_argo(node: dict, started_at: Any = None) -> Node:
 class _Category:
     key: str
     scale: str
-    thresholds: dict[str, str]
+    thresholds: dict[str, str]  # the plain ones (every GPU)
+    raw: dict[str, Any] = field(default_factory=dict)  # as written, per-GPU maps included
     compiled: dict[str, Any] = field(default_factory=dict)
     total: int | None = None
     done: int = 0
@@ -102,7 +104,8 @@ class Progress:
             opts = c.get("options") or {}
             self.categories[int(c["index"])] = _Category(f"{c.get('domain')}/{c.get('variant')}",
                                                          str(opts.get("testScale") or ""),
-                                                         dict(opts.get("thresholds") or {}))
+                                                         select_thresholds(opts, "")[0],
+                                                         raw=dict(opts.get("thresholds") or {}))
         self.seen: set[str] = set()
         self.tests = self.failed_tests = 0
 
@@ -149,22 +152,21 @@ class Progress:
         return [{"event": "round", "category": cat.key, "tests": len(tests), "t": node.time,
                  "round": str(tests[0].get("id", "")).split("-")[0] if isinstance(tests[0], dict) else None}]
 
-    def _metric(self, cat: _Category, metrics: dict) -> str | None:
-        for m in cat.thresholds:
+    def _metric(self, thresholds: dict[str, str], metrics: dict) -> str | None:
+        for m in thresholds:
             if m in metrics:
                 return m
         return "busBandwidthGBps" if "busBandwidthGBps" in metrics else next(iter(metrics), None)
 
-    def _judge_value(self, cat: _Category, metric: str, value: float) -> bool | None:
+    def _judge_value(self, cat: _Category, expr: str | None, value: float) -> bool | None:
         from nvcre_hera.thresholds import compile_threshold, evaluate
 
-        expr = cat.thresholds.get(metric)
         if expr is None:
             return True
         try:
-            if metric not in cat.compiled:
-                cat.compiled[metric] = compile_threshold(expr)
-            return bool(evaluate(cat.compiled[metric], value))
+            if expr not in cat.compiled:
+                cat.compiled[expr] = compile_threshold(expr)
+            return bool(evaluate(cat.compiled[expr], value))
         except ValueError:
             return None  # not decidable on one value: the judge decides
 
@@ -186,13 +188,16 @@ class Progress:
         blocked = max((float(b.get("seconds") or 0) for r in runs if isinstance(b := r.get("schedulingBlocked"), dict)),
                       default=0.0)
         workload_ok = node.phase == "Succeeded" and bool(runs) and all(r.get("status", "ok") == "ok" for r in runs)
-        metric = self._metric(cat, metrics)
+        # a group discovery tagged with its GPU architecture is held to that GPU's thresholds
+        thresholds = select_thresholds({"thresholds": cat.raw}, str(group["gpu"]))[0] if group.get("gpu") \
+            else cat.thresholds
+        metric = self._metric(thresholds, metrics)
         value = metrics.get(metric) if metric else None
         verdict: bool | None = workload_ok
         if workload_ok and metric is not None and value is not None:
-            verdict = self._judge_value(cat, metric, float(value))
+            verdict = self._judge_value(cat, thresholds.get(metric), float(value))
             cat.values.append(float(value))
-        elif workload_ok and cat.thresholds:
+        elif workload_ok and thresholds:
             verdict = False  # a threshold with no measurement fails (the judge: MeasurementNotFound)
         cat.done += 1
         self.tests += 1
@@ -206,7 +211,7 @@ class Progress:
             why = f"{first.get('reason')}: {first.get('message')}" if isinstance(first, dict) else str(first)
         return {"event": "test", "category": cat.key, "group": name, "nodes": nodes, "nodeCount": size,
                 "phase": node.phase, "workloadOk": workload_ok, "passed": verdict, "metric": metric, "value": value,
-                "threshold": cat.thresholds.get(metric) if metric else None, "reason": why or None,
+                "threshold": thresholds.get(metric) if metric else None, "reason": why or None,
                 "done": cat.done, "total": cat.total, "t": node.time,
                 **({"schedulingBlockedSec": round(blocked, 1)} if blocked else {})}
 

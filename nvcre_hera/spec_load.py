@@ -58,7 +58,8 @@ class ResolvedCategory:
         return self.entry.key
 
     @property
-    def thresholds(self) -> dict[str, str]:
+    def thresholds(self) -> dict[str, Any]:
+        """As written: metric -> CEL, and per-GPU maps (see nvcre_hera.threshold_select)."""
         return dict(self.options.get("thresholds") or {})
 
 
@@ -259,26 +260,50 @@ def _threshold_problem(metric: str, expr: str) -> str | None:
     return None
 
 
-def check_thresholds(thresholds: dict[str, str], entry: CatalogEntry, where: str) -> None:
-    for metric, expr in thresholds.items():
+def _flat(thresholds: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(path under `thresholds`, metric, CEL) for every entry, per-GPU ones (`a100.busBandwidthGBps`) included."""
+    out = []
+    for key, value in thresholds.items():
+        if isinstance(value, dict):
+            out += [(f"{key}.{metric}", metric, expr) for metric, expr in value.items()]
+        else:
+            out.append((key, key, value))
+    return out
+
+
+def produced_only(thresholds: dict[str, Any], metrics: Sequence[str]) -> dict[str, Any]:
+    """The global thresholds a category takes: those of its metrics, per-GPU maps filtered the same way."""
+    out: dict[str, Any] = {}
+    for key, value in thresholds.items():
+        if isinstance(value, dict):
+            own = {m: e for m, e in value.items() if m in metrics}
+            if own:
+                out[key] = own
+        elif key in metrics:
+            out[key] = value
+    return out
+
+
+def check_thresholds(thresholds: dict[str, Any], entry: CatalogEntry, where: str) -> None:
+    for path, metric, expr in _flat(thresholds):
         if metric not in entry.metrics:
             raise InputError(f"{entry.key} does not produce metric {metric!r} (it produces: "
-                             f"{', '.join(entry.metrics)})", f"{where}.{metric}")
+                             f"{', '.join(entry.metrics)})", f"{where}.{path}")
         problem = _threshold_problem(metric, expr)
         if problem:
-            raise InputError(problem, f"{where}.{metric}")
+            raise InputError(problem, f"{where}.{path}")
 
 
-def _check_diagnose_thresholds(thresholds: dict[str, str], where: str) -> None:
+def _check_diagnose_thresholds(thresholds: dict[str, Any], where: str) -> None:
     """Diagnose judges from a pass line and the lowest/highest job: only an interval threshold can be applied
     exactly (see threshold_bounds); anything else is refused here rather than dropped at run time."""
     from nvcre_hera.threshold_bounds import threshold_bounds
 
-    for metric, expr in thresholds.items():
+    for path, _metric, expr in _flat(thresholds):
         try:
             threshold_bounds(expr)
         except ValueError as exc:
-            raise InputError(f"{expr!r} cannot be applied by testScale diagnose: {exc}", f"{where}.{metric}") from None
+            raise InputError(f"{expr!r} cannot be applied by testScale diagnose: {exc}", f"{where}.{path}") from None
 
 
 def effective_test_scale(entry: CatalogEntry, requested: str) -> str:
@@ -308,7 +333,7 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
             check_thresholds(own["thresholds"], entry, f"{where}.thresholds")
             thresholds = own["thresholds"]
         else:  # a global threshold applies to every category that produces its metric
-            thresholds = {m: e for m, e in global_thresholds.items() if m in entry.metrics}
+            thresholds = produced_only(global_thresholds, entry.metrics)
         produced_metrics |= set(entry.metrics)
         options = {**OPTION_DEFAULTS, **entry.defaults.model_dump(by_alias=True, exclude_none=True),
                    **merge_options(glob, own)}
@@ -323,15 +348,15 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
         if entry.domain == "training" and "resources" not in options:
             options["resources"] = TRAINING_RESOURCES
         resolved.append(ResolvedCategory(index=index, entry=entry, options=options))
-    for metric, expr in global_thresholds.items():
+    for path, metric, expr in _flat(global_thresholds):
         where = f"{source}: spec.thresholds" if "thresholds" not in _set_fields(cert.spec.options) \
             else f"{source}: spec.options.thresholds"
         # A category with its own thresholds replaces the global ones whole; that does not make the metric unknown.
         if metric not in produced_metrics:
-            raise InputError(f"no category produces metric {metric!r}", f"{where}.{metric}")
+            raise InputError(f"no category produces metric {metric!r}", f"{where}.{path}")
         problem = _threshold_problem(metric, expr)
         if problem:
-            raise InputError(problem, f"{where}.{metric}")
+            raise InputError(problem, f"{where}.{path}")
     return resolved
 
 
@@ -346,5 +371,6 @@ __all__ = [
     "merge_options",
     "parse_certification",
     "parse_yaml",
+    "produced_only",
     "resolve_categories",
 ]

@@ -97,9 +97,37 @@ def test_local_run_executes_the_compiled_workflow():
     assert local.report["execution"]["podsStarted"] == 1 + 16 + 16 + 1 + 1
 
 
-def test_excluded_nodes_make_the_result_incomplete():
-    report = certify("full-scale.yaml", "minority-arch").report
+def with_spec(tmp_path: Path, cert: str, **fields) -> str:
+    """An example Certification with extra `spec` fields (e.g. architecture: majority)."""
+    import yaml
+
+    doc = yaml.safe_load((CERTS / cert).read_text())
+    doc["spec"].update(fields)
+    path = tmp_path / cert
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def test_excluded_nodes_make_the_result_incomplete_under_architecture_majority(tmp_path):
+    """`architecture: majority` keeps the old behaviour: the lone A100 is excluded as a minority."""
+    report = run_local(with_spec(tmp_path, "full-scale.yaml", architecture="majority"),
+                       str(CLUSTERS / "minority-arch.yaml")).report
     assert report["result"] == "INCOMPLETE"
     assert {e["name"]: e["reason"] for e in report["excludedNodes"]} == {
         "gpu-node-07": "InsufficientGPUs", "gpu-node-08": "MinorityArchitecture"}
     assert report["testedNodes"] == 6 and report["failedNodes"] == []
+    assert "architectures" not in report
+
+
+def test_lone_minority_node_is_tested_as_its_own_architecture_by_default():
+    """By default the A100 node is its own architecture: tested alone (a full-scale group of one node cannot cross
+    the network, so that is incomplete) and held to the only threshold given, an H100 figure, which it misses."""
+    report = certify("full-scale.yaml", "minority-arch").report
+    assert report["result"] == "FAILED"
+    assert {e["name"]: e["reason"] for e in report["excludedNodes"]} == {"gpu-node-07": "InsufficientGPUs"}
+    assert report["testedNodes"] == 7
+    assert blamed(report) == {"gpu-node-08": ["ThresholdViolation"]}
+    sections = {a["gpu"]: a for a in report["architectures"]}
+    assert sections["h100"]["result"] == "PASSED" and sections["a100"]["result"] == "FAILED"
+    a100 = next(c for c in report["categories"] if c.get("gpu") == "a100")
+    assert "single node" in a100["incomplete"]

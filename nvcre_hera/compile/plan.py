@@ -65,6 +65,8 @@ def workflow_plan(cert: Certification, categories: list[ResolvedCategory], opts:
         "gangScheduler": gang.model_dump(by_alias=True, mode="json") if gang else None,
         "priorityClassName": spec.priority_class_name,
         "placement": spec.orchestration.placement if spec.orchestration else "Pinned",
+        # only when not the default (all), so plans (and golden files) stay as they were
+        **({"architecture": spec.architecture} if spec.architecture != "all" else {}),
         # only when not the default, so plans (and golden files) of MPIJob certifications stay as they were
         **({"backend": spec.orchestration.backend} if spec.orchestration and spec.orchestration.backend != "mpijob"
            else {}),

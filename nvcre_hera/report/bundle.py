@@ -77,9 +77,10 @@ def component_rows(categories: list[dict]) -> list[dict]:
     rows: list[dict] = []
     for cat in categories:
         key = f"{cat.get('domain')}/{cat.get('variant')}"
+        gpu = {"gpu": cat["gpu"]} if cat.get("gpu") else {}  # a run over several architectures: whose row
         for run in cat.get("results") or []:
             nodes = [str(n) for n in run.get("nodes") or []]
-            base: dict[str, Any] = {"category": key, "group": str(run.get("group")), "nodes": nodes,
+            base: dict[str, Any] = {"category": key, **gpu, "group": str(run.get("group")), "nodes": nodes,
                                     "repeat": int(run.get("repeat") or 0),
                                     **({"node": nodes[0]} if len(nodes) == 1 else {})}
             status = str(run.get("status") or "failed")
@@ -131,7 +132,8 @@ def bundle_files(report: dict, rows: list[dict], *, plan: dict | None = None,
                  "sha256": sha256(spec_bytes) if spec_bytes is not None else None,
                  "planSha256": sha256(_canonical(plan)) if plan is not None else None},
         "files": [{"name": n, "sha256": sha256(b), "bytes": len(b)} for n, b in files.items()],
-        "categories": [{"domain": c.get("domain"), "variant": c.get("variant"), "status": c.get("status"),
+        "categories": [{"domain": c.get("domain"), "variant": c.get("variant"),
+                        **({"gpu": c["gpu"]} if c.get("gpu") else {}), "status": c.get("status"),
                         "state": category_state(c)} for c in report.get("categories") or []],
     }
     files["manifest.json"] = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode()

@@ -11,6 +11,8 @@ import re
 import textwrap
 from typing import Any
 
+from nvcre_hera.judge import category_label
+
 WIDTH = 78  # text width inside a box; the box is WIDTH + 4 columns wide
 BANDWIDTH_ROWS = 8
 LOG_LINES = 20
@@ -235,6 +237,8 @@ def _category_box(c: dict) -> list[str]:
         lines += [head, *("  " + threshold_line(t) for t in c.get("thresholds") or [])]
     elif not c.get("diagnose"):  # diagnose judges bandwidth in its planner; its lines follow
         lines.append(NO_THRESHOLDS)
+    if c.get("hint"):
+        lines.append(f"Hint: {clean(c['hint'])}")
     if c.get("diagnose"):
         lines += ["", *_diagnose_lines(c["diagnose"])]
     if c.get("incomplete"):
@@ -245,7 +249,14 @@ def _category_box(c: dict) -> list[str]:
     lines += _waited_lines(c)
     if c.get("failedGroups"):
         lines += ["", *_failed_group_lines(c["failedGroups"])]
-    return _box(f"{c.get('domain')}/{c.get('variant')}", lines)
+    return _box(category_label(c), lines)
+
+
+def _architecture_lines(a: dict) -> list[str]:
+    """The head of one architecture's section: its GPU, how many of its nodes were tested, its own verdict."""
+    product = f" ({clean(a['gpuProduct'])})" if a.get("gpuProduct") else ""
+    return [f"Architecture {clean(a.get('gpu'))}{product}: {a.get('testedNodes')} nodes tested, "
+            f"{a.get('categoriesPassed', 0)}/{a.get('categoriesTotal', 0)} categories passed, {a.get('result')}"]
 
 
 def render_card(report: dict) -> str:
@@ -263,8 +274,15 @@ def render_card(report: dict) -> str:
     ]
     if report.get("generatedAt"):
         out.append(f"Generated:  {clean(report['generatedAt'])}")
-    for c in report.get("categories") or []:
-        out += ["", *_category_box(c)]
+    archs = report.get("architectures") or []
+    if archs:  # a run over several GPU architectures: one section each, its categories under it
+        for a in archs:
+            own = [c for c in report.get("categories") or [] if c.get("gpu") == a.get("gpu")]
+            out += ["", "═" * (WIDTH + 4), *_architecture_lines(a), "═" * (WIDTH + 4)]
+            out += [line for c in own for line in ("", *_category_box(c))]
+    else:
+        for c in report.get("categories") or []:
+            out += ["", *_category_box(c)]
     excluded = report.get("excludedNodes") or []
     if excluded:
         rows = [f"{clean(e.get('name'))}: {e.get('reason')}" + (f" ({e['message']})" if e.get("message") else "")
@@ -275,6 +293,8 @@ def render_card(report: dict) -> str:
     leftover = cleanup.get("leftover") or []
     failed = report.get("failedNodes") or []
     lines = [f"Categories:    {s.get('categoriesPassed', 0)}/{s.get('categoriesTotal', 0)} passed",
+             *(["Architectures: " + ", ".join(f"{clean(a.get('gpu'))} {a.get('result')} ({a.get('testedNodes')} "
+                                               f"nodes)" for a in archs)] if archs else []),
              f"Failed Nodes:  {len(failed) if failed else 'none'}"]
     lines += [f"  {clean(n.get('name'))}: {', '.join(n.get('reasons') or [])}" for n in failed]
     members = report.get("failedGroupMembers") or []

@@ -72,19 +72,30 @@ def _message(category: dict, group: dict, failed: dict | None) -> str:
 
 
 def _suite(category: dict) -> list[str]:
-    return [str(category.get("domain")), str(category.get("variant"))]
+    """[domain, variant], and the GPU architecture when the run has several (each is its own suite)."""
+    return [str(category.get("domain")), str(category.get("variant")),
+            *([str(category["gpu"])] if category.get("gpu") else [])]
+
+
+def _key(category: dict) -> str:
+    return f"{category.get('domain')}/{category.get('variant')}"
+
+
+def _gpu(category: dict) -> dict:
+    return {"gpu": str(category["gpu"])} if category.get("gpu") else {}
 
 
 def _group_test(category: dict, group: dict, failed: dict | None) -> dict:
-    key = "/".join(_suite(category))
+    key = _key(category)
+    label = "/".join(_suite(category))
     nodes = [str(n) for n in group.get("nodes") or []]
-    name = f"{key} {nodes[0]}" if len(nodes) == 1 else f"{key} {group.get('name')}"
+    name = f"{label} {nodes[0]}" if len(nodes) == 1 else f"{label} {group.get('name')}"
     status = GROUP_STATUS.get(str(group.get("status")), "other")
     test: dict[str, Any] = {
         "name": name, "status": status, "duration": _ms(group.get("runtimeSec")), "suite": _suite(category),
         "message": _message(category, group, failed), "rawStatus": str(group.get("status")),
         "tags": [str(category.get("testScale"))] if category.get("testScale") else [],
-        "extra": {"category": key, "group": group.get("name"), "nodes": nodes,
+        "extra": {"category": key, **_gpu(category), "group": group.get("name"), "nodes": nodes,
                   **({"nodeCount": group.get("nodeCount"), "unpinned": True} if group.get("unpinned") else {}),
                   "reasons": list(group.get("reasons") or []), "metrics": dict(group.get("metrics") or {}),
                   "repeats": group.get("repeats"),
@@ -97,7 +108,7 @@ def _group_test(category: dict, group: dict, failed: dict | None) -> dict:
 
 
 def _category_tests(category: dict) -> list[dict]:
-    key = "/".join(_suite(category))
+    key, label = _key(category), "/".join(_suite(category))
     failed_by_name = {f.get("name"): f for f in category.get("failedGroups") or []}
     groups = category.get("groups") or []
     tests = [_group_test(category, g, failed_by_name.get(g.get("name"))) for g in groups]
@@ -105,16 +116,17 @@ def _category_tests(category: dict) -> list[dict]:
     for f in category.get("failedGroups") or []:  # diagnose's infrastructure faults and unresolved groups
         if f.get("name") in names:
             continue
-        tests.append({"name": f"{key} {f.get('name') or 'step'}", "status": "failed" if groups else "other",
+        tests.append({"name": f"{label} {f.get('name') or 'step'}", "status": "failed" if groups else "other",
                       "duration": 0, "suite": _suite(category), "rawStatus": str(category.get("status")),
                       "message": str(f.get("message") or f.get("reason")),
-                      "extra": {"category": key, "group": f.get("name"), "nodes": list(f.get("nodes") or []),
+                      "extra": {"category": key, **_gpu(category), "group": f.get("name"),
+                                "nodes": list(f.get("nodes") or []),
                                 "reason": f.get("reason"), "blamedNodes": list(f.get("blamedNodes") or [])}})
     if category.get("incomplete") or (category.get("status") == "Incomplete" and not groups):
-        tests.append({"name": f"{key} incomplete", "status": "other", "duration": 0, "suite": _suite(category),
+        tests.append({"name": f"{label} incomplete", "status": "other", "duration": 0, "suite": _suite(category),
                       "rawStatus": "Incomplete",
                       "message": str(category.get("incomplete") or "the category could not test what it names"),
-                      "extra": {"category": key, "reason": "Incomplete"}})
+                      "extra": {"category": key, **_gpu(category), "reason": "Incomplete"}})
     return tests
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
+from nvcre_hera.judge import category_label
 from nvcre_hera.report.card import NO_THRESHOLDS, clean, describe_evidence, duration, human_size, number, \
     threshold_line
 from nvcre_hera.report.charts import category_charts
@@ -103,7 +104,7 @@ def _groups_table(all_groups: list[dict]) -> str:
 def _category(c: dict) -> str:
     status = c.get("status")
     nic = c.get("nicResource") or {}
-    parts = [f"<section><h2>{_e(c.get('domain'))}/{_e(c.get('variant'))} "
+    parts = [f"<section><h2>{_e(category_label(c))} "
              f"<span class=\"{_e(status)}\">{_e(status)}</span></h2>",
              _table(["Reason", "Runtime", "Scale", "Nodes/Job", "Jobs", "MNNVL", "NIC"],
                     [[c.get("failureReason") or "-", _runtime(c), c.get("testScale"), c.get("nodesPerJob"),
@@ -112,6 +113,8 @@ def _category(c: dict) -> str:
     if c.get("thresholdsSet"):
         items = "".join(f"<li>{_e(threshold_line(t))}</li>" for t in c.get("thresholds") or [])
         parts.append(f"<h3>Thresholds</h3><ul>{items}</ul>")
+        if c.get("hint"):
+            parts.append(f"<p><em>Hint: {_e(c['hint'])}</em></p>")
     elif not c.get("diagnose"):  # diagnose judges bandwidth in its planner: its section says how
         parts.append(f"<p><em>{_e(NO_THRESHOLDS)}</em></p>")
     parts.append('<div class="charts">' + "".join(category_charts(c)) + "</div>")
@@ -156,7 +159,15 @@ def render_html(report: dict) -> str:
                     [[report.get("platform"), gpu, f"{tested if tested is not None else '-'} of "
                       f"{plural(total, 'node') if total is not None else '-'}",
                       report.get("generatedAt") or "not recorded"]])]
-    parts += [_category(c) for c in report.get("categories") or []]
+    archs = report.get("architectures") or []
+    for a in archs:  # a run over several GPU architectures: one section each, its categories under it
+        product = f" ({a['gpuProduct']})" if a.get("gpuProduct") else ""
+        parts.append(f"<h2>Architecture {_e(a.get('gpu'))}{_e(product)} <span class=\"{_e(a.get('result'))}\">"
+                     f"{_e(a.get('result'))}</span></h2><p>{_e(plural(a.get('testedNodes') or 0, 'node'))} tested, "
+                     f"{_e(a.get('categoriesPassed'))}/{_e(a.get('categoriesTotal'))} categories passed</p>")
+        parts += [_category(c) for c in report.get("categories") or [] if c.get("gpu") == a.get("gpu")]
+    if not archs:
+        parts += [_category(c) for c in report.get("categories") or []]
     excluded = report.get("excludedNodes") or []
     if excluded:
         parts.append(f"<h2>Excluded Nodes ({len(excluded)})</h2>"

@@ -33,7 +33,7 @@ def _failure_text(group: dict, failed: dict | None) -> str:
 
 
 def _category_suite(parent: ET.Element, c: dict) -> tuple[int, int]:
-    name = f"{c.get('domain')}/{c.get('variant')}"
+    name = f"{c.get('domain')}/{c.get('variant')}" + (f"/{c['gpu']}" if c.get("gpu") else "")
     suite = ET.SubElement(parent, "testsuite", name=_x(name))
     props = ET.SubElement(suite, "properties")
     for key in ("testScale", "nodesPerJob", "enableMNNVL", "failureReason"):

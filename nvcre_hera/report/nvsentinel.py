@@ -33,6 +33,7 @@ SUCCEEDED_NODES_KEY = "succeeded-nodes.csv.gz"
 CERTIFICATION_LABEL = "nvcre-hera.dev/certification"
 CATEGORY_ANNOTATION = "nvcre-hera.dev/category"
 INDEX_ANNOTATION = "nvcre-hera.dev/category-index"
+GPU_ANNOTATION = "nvcre-hera.dev/gpu"  # only in a run over several GPU architectures (one map per category and GPU)
 KIND_LABEL = "nvcre-hera.dev/node-results"  # failed | succeeded
 _LABEL_VALUE = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -87,7 +88,10 @@ def result_configmaps(report: dict, *, workflow_name: str, namespace: str,
     """The ConfigMaps for every category with evidence: failed-nodes for a failed one (when it blames a node),
     succeeded-nodes for a passed one."""
     out = []
-    for index, cat in enumerate(report.get("categories") or []):
+    for position, cat in enumerate(report.get("categories") or []):
+        # a run over several GPU architectures repeats a category per GPU: its plan index and GPU name the map
+        index = int(cat.get("index", position))
+        variant = f"{cat.get('variant')}-{cat['gpu']}" if cat.get("gpu") else str(cat.get("variant"))
         key = f"{cat.get('domain')}/{cat.get('variant')}"
         rows = failed_rows(cat) if cat.get("status") == "Failed" else []
         passed = succeeded_nodes(cat)
@@ -97,12 +101,13 @@ def result_configmaps(report: dict, *, workflow_name: str, namespace: str,
             raw = (json.dumps(payload, separators=(",", ":"), ensure_ascii=False) if kind == "failed"
                    else ",".join(payload)).encode()
             meta: dict[str, Any] = {
-                "name": configmap_name(workflow_name, index, str(cat.get("variant")), kind),
+                "name": configmap_name(workflow_name, index, variant, kind),
                 "namespace": namespace,
                 "labels": {MANAGED_BY_LABEL: MANAGED_BY_VALUE, WORKFLOW_LABEL: _label_value(workflow_name),
                            CERTIFICATION_LABEL: _label_value(str(report.get("name"))), KIND_LABEL: kind},
                 "annotations": {CATEGORY_ANNOTATION: key, INDEX_ANNOTATION: str(index),"nvcre-hera.dev/result": str(report.get("result")),
-                                CERTIFICATION_LABEL: str(report.get("name")), WORKFLOW_LABEL: workflow_name},
+                                CERTIFICATION_LABEL: str(report.get("name")), WORKFLOW_LABEL: workflow_name,
+                                **({GPU_ANNOTATION: str(cat["gpu"])} if cat.get("gpu") else {})},
             }
             if workflow_uid:
                 meta["ownerReferences"] = [{"apiVersion": "argoproj.io/v1alpha1", "kind": "Workflow",
@@ -117,13 +122,14 @@ def category_statuses(report: dict, configmaps: list[dict], workflow_name: str) 
     reads: domain, variant, status Succeeded|Failed, failedNodesRef, succeededNodesRef), for whoever keeps a
     Certification object for NVSentinel to list; nvcre-hera itself creates none (docs/outputs.md). An Incomplete
     category is left out: NVCRE has no such category status, and the monitor acts only on Succeeded and Failed."""
-    by_index: dict[int, dict[str, str]] = {}
+    by_index: dict[tuple[int, str | None], dict[str, str]] = {}
     for cm in configmaps:
         meta = cm["metadata"]
-        by_index.setdefault(int(meta["annotations"][INDEX_ANNOTATION]), {})[meta["labels"][KIND_LABEL]] = meta["name"]
+        key = (int(meta["annotations"][INDEX_ANNOTATION]), meta["annotations"].get(GPU_ANNOTATION))
+        by_index.setdefault(key, {})[meta["labels"][KIND_LABEL]] = meta["name"]
     out = []
-    for index, cat in enumerate(report.get("categories") or []):
-        refs = by_index.get(index, {})
+    for position, cat in enumerate(report.get("categories") or []):
+        refs = by_index.get((int(cat.get("index", position)), cat.get("gpu")), {})
         status = {"Passed": "Succeeded", "Failed": "Failed"}.get(str(cat.get("status")))
         if status is None:
             continue

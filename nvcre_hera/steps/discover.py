@@ -2,14 +2,17 @@
 nodes that cannot take part, and build each category's groups for its testScale.
 
 Excluded nodes make the verdict INCOMPLETE (never a silent PASS): unschedulable or NotReady nodes, nodes of a
-minority GPU architecture, nodes with fewer allocatable GPUs than the categories need.
+minority GPU architecture (only with `architecture: majority`; by default every architecture is grouped apart and
+certified), nodes with fewer allocatable GPUs than the categories need.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any, Callable
 
-from nvcre_hera.catalog import CatalogEntry, gpu_defaults, plan_entry, platform_settings
+from nvcre_hera.catalog import CatalogEntry, architecture_of, gpu_defaults, plan_entry, platform_settings
 from nvcre_hera.cluster.base import Cluster
 from nvcre_hera.grouping import (
     CLIQUE_LABEL,
@@ -24,22 +27,69 @@ from nvcre_hera.grouping import (
 from nvcre_hera.jobs.base import tolerated, tolerations
 from nvcre_hera.nics import RDMA_FABRICS, NicDetection, choose_nic, detect_nic
 from nvcre_hera.nodeindex import make_setup, target_order
-from nvcre_hera.platform import GPU_PRODUCT_LABEL, detect_architecture, detect_platform, node_labels, node_name
+from nvcre_hera.platform import (
+    GPU_PRODUCT_LABEL,
+    detect_architecture,
+    detect_gpu_product,
+    detect_platform,
+    node_labels,
+    node_name,
+    split_by_architecture,
+)
 from nvcre_hera.steps.io import Outputs
 from nvcre_hera.threshold_bounds import floor_of
+from nvcre_hera.threshold_select import select_thresholds
+
+
+@dataclass
+class _Arch:
+    """One GPU architecture's share of the target: its nodes are grouped, run and judged apart from the others."""
+
+    gpu: str | None  # architecture key (h100), None when unknown
+    product: str | None  # the nvidia.com/gpu.product most of its nodes carry
+    nodes: list[dict]
 
 
 def _architecture_filter(nodes: list[dict], product: str | None) -> tuple[list[dict], list[Exclusion]]:
+    """`architecture: majority`: the nodes of the majority product; the rest excluded. A tie is said as one: no half
+    of a 50/50 cluster is a minority."""
     keep, excluded = [], []
+    counts = Counter(node_labels(n).get(GPU_PRODUCT_LABEL) for n in nodes)
     for node in nodes:
         own = node_labels(node).get(GPU_PRODUCT_LABEL)
         if product is None or own == product:
             keep.append(node)
+        elif own and counts[own] == counts[product]:
+            excluded.append(Exclusion(node_name(node), "ArchitectureTie",
+                                      f"GPU {own} ties with {product} ({counts[own]} nodes each); architecture: "
+                                      f"majority tests one, the first by node name (architecture: all certifies "
+                                      f"both)"))
         else:
             excluded.append(Exclusion(node_name(node), "MinorityArchitecture",
                                       f"GPU {own or 'unknown (no ' + GPU_PRODUCT_LABEL + ' label)'} differs from "
-                                      f"the majority {product}"))
+                                      f"the majority {product} (architecture: all certifies every architecture)"))
     return keep, excluded
+
+
+def _architecture_sets(nodes: list[dict], mode: str) -> tuple[list[_Arch], list[Exclusion]]:
+    """`all` (the default): one set per architecture, largest first; a node without a gpu.product label, beside
+    labeled ones, belongs to none and is excluded. `majority`: the majority product only."""
+    if mode == "majority":
+        arch, product = detect_architecture(nodes)
+        keep, excluded = _architecture_filter(nodes, product)
+        return [_Arch(arch, product, keep)], excluded
+    sets = split_by_architecture(nodes)
+    if not sets or (len(sets) == 1 and sets[0][0] is None):  # no node, or none labeled: one set, as before
+        return [_Arch(None, None, sets[0][1] if sets else [])], []
+    out, excluded = [], []
+    for key, members in sets:
+        if key is None:
+            excluded += [Exclusion(node_name(n), "UnknownArchitecture",
+                                   f"no {GPU_PRODUCT_LABEL} label: its architecture (and so its groups and "
+                                   f"thresholds) is unknown") for n in members]
+        else:
+            out.append(_Arch(architecture_of(key), detect_gpu_product(members), members))
+    return out, excluded
 
 
 def _gpu_filter(nodes: list[dict], needed: int) -> tuple[list[dict], list[Exclusion]]:
@@ -125,14 +175,16 @@ def nic_summary(cat: dict, detection: NicDetection, platform: str) -> tuple[dict
     return info, None
 
 
-def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], opts: dict) -> dict:
+def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], opts: dict,
+                   gpu: str | None = None) -> dict:
     has_cliques = any(CLIQUE_LABEL in node_labels(n) for n in eligible)
     cliques = topology_domains(eligible) if has_cliques else None  # racks are no NVLink domain: √N chunks then
+    thresholds, _ = select_thresholds(opts, gpu or "")
     config = {"strategy": opts.get("diagnoseStrategy", "adaptive"), "maxConcurrent": int(opts["maxConcurrent"]),
               "minGroupSize": int(opts["minGroupSize"]), "baselineGBps": None, "seed": 0,
               # the planner's pass line, from the CEL tree (the loader refused any threshold it cannot read)
-              "threshold": floor_of((opts.get("thresholds") or {}).get("busBandwidthGBps")),
-              "thresholds": dict(opts.get("thresholds") or {})}
+              "threshold": floor_of(thresholds.get("busBandwidthGBps")),
+              "thresholds": thresholds}
     return make_setup(target_order(all_nodes, target), sorted(node_name(n) for n in eligible), cliques, config,
                       target)
 
@@ -163,6 +215,35 @@ def scale_gap(cat: dict, groups: list[dict], node_count: int, gpus_per_node: int
     return None
 
 
+def _category_groups(cat: dict, sets: list[_Arch]) -> tuple[list[dict], dict[str, dict]]:
+    """A category's groups, built architecture by architecture (a job across H100 and A100 nodes would measure
+    the slower one); with several architectures each group is tagged with its `gpu` and named `<gpu>-g<i>`, and
+    each architecture's share is summarized apart."""
+    opts = cat["options"]
+    size = opts.get("nodesPerJob")
+    scale = "full-scale" if opts["testScale"] == "diagnose" else opts["testScale"]
+    multi = len(sets) > 1
+    groups: list[dict] = []
+    per_gpu: dict[str, dict] = {}
+    for part in sets:
+        gpu = part.gpu or "unknown"
+        gpn = int(opts.get("gpusPerNode") or gpu_defaults(part.gpu)["gpusPerNode"])
+        own = build_groups(part.nodes, scale, min(size, len(part.nodes)) if size else None) if part.nodes else []
+        if multi:
+            own = [{**g, "id": f"{gpu}-{g['id']}", "gpu": gpu} for g in own]
+        if opts["testScale"] == "diagnose" and multi and part is not sets[0]:
+            gap: str | None = (f"diagnose localizes within one architecture: it ran on the {sets[0].gpu} nodes; "
+                               f"these {len(part.nodes)} {gpu} nodes were not diagnosed (give them their own "
+                               f"Certification, target nodeSelector {GPU_PRODUCT_LABEL})")
+            own = []
+        else:
+            gap = scale_gap(cat, own, len(part.nodes), gpn)
+        groups += own
+        per_gpu[gpu] = {"groups": len(own), "nodesPerJob": max((len(g["nodes"]) for g in own), default=0),
+                        "incomplete": gap}
+    return groups, per_gpu
+
+
 def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable[[str], None]) -> int:
     all_nodes = cluster.list_nodes()
     target = plan.get("target") or {}
@@ -174,47 +255,67 @@ def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable
     except ValueError as exc:
         log(f"discover: {exc}")
         return 1
-    arch, product = detect_architecture(selection.selected)
-    nodes, minority = _architecture_filter(selection.selected, product)
-    defaults = gpu_defaults(arch)
-    needed = max([int(c["options"].get("gpusPerNode") or defaults["gpusPerNode"]) for c in plan["categories"]],
-                 default=defaults["gpusPerNode"])
-    nodes, short = _gpu_filter(nodes, needed)
-    nodes, tainted = _taint_filter(nodes, target)
+    sets, other_arch = _architecture_sets(selection.selected, plan.get("architecture") or "all")
+    short, tainted = [], []
+    for part in sets:  # each architecture needs what its own defaults ask for
+        defaults = gpu_defaults(part.gpu)
+        needed = max([int(c["options"].get("gpusPerNode") or defaults["gpusPerNode"]) for c in plan["categories"]],
+                     default=defaults["gpusPerNode"])
+        part.nodes, gone = _gpu_filter(part.nodes, needed)
+        short += gone
+        part.nodes, gone = _taint_filter(part.nodes, target)
+        tainted += gone
+    nodes = sorted((n for part in sets for n in part.nodes), key=node_name)
     detection = detect_nic(nodes, platform_settings(platform).get("nicResource") if nodes else None)
     nodes, no_nic = _nic_filter(nodes, plan["categories"], detection)
-    excluded = selection.excluded + minority + short + tainted + no_nic
+    kept = {node_name(n) for n in nodes}
+    for part in sets:
+        part.nodes = [n for n in part.nodes if node_name(n) in kept]
+    excluded = selection.excluded + other_arch + short + tainted + no_nic
+    multi = len(sets) > 1
     summary_categories = []
     for cat in plan["categories"]:
         opts = cat["options"]
-        gpn = int(opts.get("gpusPerNode") or defaults["gpusPerNode"])
-        size = opts.get("nodesPerJob")
-        scale = "full-scale" if opts["testScale"] == "diagnose" else opts["testScale"]
-        groups = build_groups(nodes, scale, min(size, len(nodes)) if size else None) if nodes else []
+        groups, per_gpu = _category_groups(cat, sets)
         if opts["testScale"] == "diagnose":  # the planner chooses the groups; names would only weigh on etcd
             out.write(f"groups-{cat['index']}", [])
-            out.write(f"setup-{cat['index']}", diagnose_setup(all_nodes, plan.get("target") or {}, nodes, opts))
+            out.write(f"setup-{cat['index']}", diagnose_setup(all_nodes, plan.get("target") or {}, sets[0].nodes,
+                                                              opts, sets[0].gpu))
         else:
             out.write(f"groups-{cat['index']}", groups)
         nic, fabric_gap = nic_summary(cat, detection, platform) if nodes else ({}, None)
-        gaps = [g for g in (scale_gap(cat, groups, len(nodes), gpn), fabric_gap) if g]
+        gaps = [f"{gpu}: {p['incomplete']}" if multi else p["incomplete"]
+                for gpu, p in per_gpu.items() if p["incomplete"]] + ([fabric_gap] if fabric_gap else [])
+        if multi:
+            for p in per_gpu.values():
+                p["incomplete"] = "; ".join(g for g in (p["incomplete"], fabric_gap) if g) or None
         summary_categories.append({"index": cat["index"], "testScale": opts["testScale"], "groups": len(groups),
                                    "nodesPerJob": max((len(g["nodes"]) for g in groups), default=0),
-                                   "incomplete": "; ".join(gaps) or None, "nic": nic})
+                                   "incomplete": "; ".join(gaps) or None, "nic": nic,
+                                   **({"perGpu": per_gpu} if multi else {})})
+    first = sets[0] if sets else _Arch(None, None, [])
     summary = {
-        "platform": platform, "gpu": arch or "unknown", "gpuProduct": product,
+        "platform": platform,
+        "gpu": "+".join(p.gpu or "unknown" for p in sets) if multi else first.gpu or "unknown",
+        "gpuProduct": "+".join(p.product or "unknown" for p in sets) if multi else first.product,
         "totalNodes": len(selection.selected) + len(selection.excluded),
         "selectedNodes": len(nodes),
         "excludedNodes": [e.to_dict() for e in sorted(excluded, key=lambda e: e.name)],
         "categories": summary_categories,
         "incomplete": incomplete,  # why the run cannot be complete whatever the tests show
+        # one entry per architecture, each certified apart (only when there are several)
+        **({"architectures": [{"gpu": p.gpu or "unknown", "gpuProduct": p.product, "selectedNodes": len(p.nodes),
+                               "nodes": sorted(node_name(n) for n in p.nodes)} for p in sets]} if multi else {}),
     }
     out.write("summary", summary)
     out.write("platform", platform)
-    out.write("gpu", arch or "unknown")
+    out.write("gpu", first.gpu or "unknown")  # the run step's default; a tagged group names its own
     out.write("nic", detection.to_param())
     log(f"discover: {len(nodes)} of {summary['totalNodes']} target nodes ({len(all_nodes)} in the cluster), "
-        f"platform {platform}, GPU {product or 'unknown'}")
+        f"platform {platform}, GPU {summary['gpuProduct'] or 'unknown'}")
+    if multi:
+        log("discover: architectures, each grouped and judged apart: " + ", ".join(
+            f"{p.gpu or 'unknown'} ({len(p.nodes)} nodes)" for p in sets))
     log(f"discover: NIC resource: {detection.message}")
     for e in excluded:
         log(f"discover: excluded {e.name}: {e.reason} ({e.message})")

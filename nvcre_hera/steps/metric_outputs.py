@@ -19,7 +19,14 @@ def run_outputs(group_id: str, nodes: list[str], runs: list[dict]) -> dict[str, 
 def status_outputs(report: dict, indexes: list[int]) -> dict[str, str]:
     """`status` (succeeded | failed | incomplete) and `status-<index>` for each category, in the plan's order."""
     out = {"status": STATUS_BY_RESULT.get(str(report.get("result")), "incomplete")}
-    for index, cat in zip(indexes, report.get("categories") or []):
+    cats = report.get("categories") or []
+    if any(c.get("gpu") for c in cats):  # one entry per category and GPU architecture: the worst of them
+        for index in indexes:
+            seen = {str(c.get("status")) for c in cats if c.get("index") == index}
+            out[f"status-{index}"] = ("failed" if "Failed" in seen else "succeeded" if seen == {"Passed"}
+                                      else "incomplete")
+        return out
+    for index, cat in zip(indexes, cats):
         out[f"status-{index}"] = STATUS_BY_CATEGORY.get(str(cat.get("status")), "incomplete")
     return out
 

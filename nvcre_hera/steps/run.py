@@ -9,6 +9,7 @@ host (`gpu-node-03: Test CUDA failure …`, a host's own NET/Socket fallback): t
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable
 
 from nvcre_hera.catalog import CatalogEntry, plan_entry, platform_settings
@@ -20,6 +21,7 @@ from nvcre_hera.parsers import reasons as reason_rules
 from nvcre_hera.report.bundle import encode_gpu_results
 from nvcre_hera.steps.io import Outputs
 from nvcre_hera.steps.metric_outputs import run_outputs
+from nvcre_hera.threshold_select import select_thresholds
 from nvcre_hera.units import parse_duration
 
 LOG_TAIL_LINES = 20
@@ -129,13 +131,21 @@ def _nic_record(job: JobPlan) -> dict:
     return {"nicResource": job.nic_resource if job.nic_source != "none" else None, "nicSource": job.nic_source}
 
 
+def group_context(ctx: JobContext, group: dict) -> JobContext:
+    """A group discovery tagged with its architecture (a run over several) runs with that architecture's defaults
+    (gpusPerNode, NICs, MNNVL), not those of the run's first."""
+    if not group.get("gpu"):
+        return ctx
+    return replace(ctx, gpu=None if group["gpu"] == "unknown" else str(group["gpu"]))
+
+
 def objects_for_test(plan: dict[str, Any], category_index: int, group: dict, repeat: int,
                  ctx: JobContext) -> tuple[JobPlan, list[dict]]:
     """One test's resolved job and every object it creates, in creation order (what `run_test` creates and
     `nvcre jobs` prints: one code path, so the preview is what a run would submit)."""
     cat = next(c for c in plan["categories"] if c["index"] == category_index)
     entry = plan_entry(cat)
-    job = plan_job(entry, category_index, cat["options"], group, repeat, ctx)
+    job = plan_job(entry, category_index, cat["options"], group, repeat, group_context(ctx, group))
     return job, job_objects(backend_for(entry, plan.get("backend")), job)
 
 
@@ -147,6 +157,7 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         indices = to_nodes(group["ranges"]) if "ranges" in group else list(group["nodes"])
         names = resolve(indices, setup, cluster.list_nodes())
         group = {"id": str(group["id"]), "nodes": names}
+    ctx = group_context(ctx, group)
     entry = plan_entry(cat)
     options = cat["options"]
     backend = backend_for(entry, plan.get("backend"))
@@ -228,7 +239,7 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
                 log(f"run: could not delete {name} while stopping: {err}")
             log(f"run: stopping: deleted {name}: {deleted}")
         raise
-    out.write("metrics", diagnose_result(group["id"], results, options.get("thresholds") or {})
+    out.write("metrics", diagnose_result(group["id"], results, select_thresholds(options, ctx.gpu or "")[0])
               if diagnose else results)
     for name, value in run_outputs(group["id"], results[0]["nodes"] if results else [], results).items():
         out.write(name, value)  # what the compiled workflow's nvcre_nccl_busbw_gbs gauge reads
@@ -285,4 +296,4 @@ def _samples(parsed: dict) -> dict[str, list]:
             "busBandwidthGBps": [oop.get("busBandwidthGBps") for _, oop in rows]}
 
 
-__all__ = ["diagnose_result", "run_test", "objects_for_test"]
+__all__ = ["diagnose_result", "group_context", "objects_for_test", "run_test"]

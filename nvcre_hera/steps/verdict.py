@@ -14,6 +14,7 @@ from nvcre_hera.report.card import describe_evidence, render_card
 from nvcre_hera.steps.io import Outputs, flatten_runs
 from nvcre_hera.steps.metric_outputs import status_outputs
 from nvcre_hera.steps.verdict_outputs import write_outputs
+from nvcre_hera.threshold_select import select_thresholds
 
 
 def _judged_value(expr: str, low: float, high: float) -> float:
@@ -72,40 +73,65 @@ def with_missing_groups(flat: list[dict], groups: list[dict], category: str) -> 
                      for g in groups if g.get("id") not in seen)]
 
 
+def _category_input(cat: dict, disc: dict, summary: dict, results: dict[int, Any], planned: Any,
+                    gpu: str, share: dict | None) -> dict:
+    """The judge's input for one category on one architecture (`share`: that architecture's part of a run over
+    several, from the discover summary: its groups and nodes; None for a run over one)."""
+    entry = plan_entry(cat)
+    thresholds, sources = select_thresholds(cat["options"], gpu)
+    verdict = None
+    tested = summary.get("selectedNodes", 0) if share is None else share["selectedNodes"]
+    part = disc if share is None else (disc.get("perGpu") or {}).get(gpu) or {}
+    if cat["options"]["testScale"] == "diagnose":
+        verdict = results.get(cat["index"])
+        # diagnose runs on the first architecture only (discover); the others say so in their `incomplete`
+        first = share is None or share is (summary.get("architectures") or [share])[0]
+        flat = _diagnose_results(verdict, thresholds) if first else []
+        verdict = verdict if first else None
+    else:
+        raw = results.get(cat["index"])
+        flat = None if raw is None else flatten_runs(raw)
+        if share is not None:  # this architecture's groups, and only its results (discover names them <gpu>-g<i>)
+            planned = [g for g in planned if g.get("gpu") == gpu] if isinstance(planned, list) else planned
+            own = {g.get("id") for g in planned} if isinstance(planned, list) else set()
+            flat = None if flat is None else [r for r in flat if r.get("group") in own or
+                                              str(r.get("group", "")).startswith(f"{gpu}-")]
+        if flat is not None and isinstance(planned, list):
+            flat = with_missing_groups(flat, planned, entry.key)
+    incomplete = part.get("incomplete")
+    if incomplete and isinstance(verdict, dict) and not (verdict.get("measured") or {}).get("runs"):
+        flat = []  # diagnose could run no job at this scale: nothing measured is no failure of the nodes
+    if not flat and tested == 0:
+        # nothing could be tested: no results, never a vacuous pass, and no failure of the nodes either
+        known = summary.get("incomplete") or share is not None and summary.get("excludedNodes")
+        flat = [] if known else None
+        incomplete = incomplete or ("no node was tested" if share is None and summary.get("incomplete") else
+                                    f"no {gpu} node was tested" if known else None)
+    return {
+        "domain": cat["domain"], "variant": cat["variant"], "testScale": cat["options"]["testScale"],
+        "nodesPerJob": part.get("nodesPerJob", 0), "enableMNNVL": bool(cat["options"].get("enableMNNVL")),
+        "thresholds": thresholds, "metricNames": list(entry.metrics), "results": flat,
+        **({"incomplete": incomplete} if incomplete else {}),
+        **({"nic": disc["nic"]} if disc.get("nic") else {}),
+        **({"diagnose": verdict} if flat is not None and verdict is not None else {}),
+        # a run over several architectures: which one this entry judges (the report repeats the category per GPU)
+        **({"index": cat["index"], "gpu": gpu, "gpuProduct": share.get("gpuProduct"),
+            "sharedThresholds": sorted(m for m, src in sources.items() if not src.get("gpu"))}
+           if share is not None else {}),
+    }
+
+
 def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out: Outputs,
                log: Callable[[str], None], groups: dict[int, Any] | None = None, cluster: Any = None,
                nvsentinel: dict | None = None) -> int:
     by_index = {c["index"]: c for c in summary.get("categories") or []}
+    shares = summary.get("architectures") or [None]
     categories = []
-    for cat in plan["categories"]:
-        entry = plan_entry(cat)
-        disc = by_index.get(cat["index"], {})
-        thresholds = cat["options"].get("thresholds") or {}
-        verdict = None
-        if cat["options"]["testScale"] == "diagnose":
-            verdict = results.get(cat["index"])
-            flat = _diagnose_results(verdict, thresholds)
-        else:
-            raw = results.get(cat["index"])
-            flat = None if raw is None else flatten_runs(raw)
-            planned = (groups or {}).get(cat["index"])
-            if flat is not None and isinstance(planned, list):
-                flat = with_missing_groups(flat, planned, entry.key)
-        incomplete = disc.get("incomplete")
-        if incomplete and isinstance(verdict, dict) and not (verdict.get("measured") or {}).get("runs"):
-            flat = []  # diagnose could run no job at this scale: nothing measured is no failure of the nodes
-        if not flat and summary.get("selectedNodes", 0) == 0:
-            # nothing could be tested: no results, never a vacuous pass, and no failure of the nodes either
-            flat = [] if summary.get("incomplete") else None
-            incomplete = incomplete or ("no node was tested" if summary.get("incomplete") else None)
-        categories.append({
-            "domain": cat["domain"], "variant": cat["variant"], "testScale": cat["options"]["testScale"],
-            "nodesPerJob": disc.get("nodesPerJob", 0), "enableMNNVL": bool(cat["options"].get("enableMNNVL")),
-            "thresholds": thresholds, "metricNames": list(entry.metrics), "results": flat,
-            **({"incomplete": incomplete} if incomplete else {}),
-            **({"nic": disc["nic"]} if disc.get("nic") else {}),
-            **({"diagnose": verdict} if flat is not None and verdict is not None else {}),
-        })
+    for share in shares:  # architecture by architecture, each category with that GPU's thresholds
+        for cat in plan["categories"]:
+            gpu = str(share["gpu"]) if share else str(summary.get("gpu") or "")
+            categories.append(_category_input(cat, by_index.get(cat["index"], {}), summary, results,
+                                              (groups or {}).get(cat["index"]), gpu, share))
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # when this judge ran (wall clock)
     report = judge(plan["name"], summary, categories, generated_at=generated)
     card = render_card(report)
