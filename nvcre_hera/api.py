@@ -194,7 +194,10 @@ class CategoryOptions(_Model):
     max_bytes: str | None = Field(None, alias="maxBytes")
     num_iterations: int | None = Field(None, alias="numIterations", ge=1)
     num_cycles: int | None = Field(None, alias="numCycles", ge=1)
-    thresholds: dict[str, str] | None = None
+    # {metric: CEL}; a key naming a GPU architecture (h100, gb300, ...) holds {metric: CEL} for that GPU only
+    thresholds: dict[str, str | dict[str, str]] | None = None
+    # nvcre-hera: per-GPU floors from catalog/_lib/thresholds/<gpu>.yaml (`default`) or a profile file (a path)
+    threshold_profile: str | None = Field(None, alias="thresholdProfile", min_length=1)
     max_concurrent: int | None = Field(None, alias="maxConcurrent", ge=0)
     min_group_size: int | None = Field(None, alias="minGroupSize", ge=1)
     timeout_per_job: str | None = Field(None, alias="timeoutPerJob")
@@ -301,10 +304,12 @@ class CategoryOptions(_Model):
 
     @field_validator("thresholds")
     @classmethod
-    def _threshold_keys(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+    def _threshold_keys(cls, value: dict[str, str | dict[str, str]] | None) -> dict[str, str | dict[str, str]] | None:
         for key, expr in (value or {}).items():
-            if not expr.strip():
-                raise ValueError(f"threshold {key!r} has an empty expression")
+            for metric, text in (expr.items() if isinstance(expr, dict) else [(key, expr)]):
+                if not text.strip():
+                    name = f"{key}.{metric}" if isinstance(expr, dict) else key
+                    raise ValueError(f"threshold {name!r} has an empty expression")
         return value
 
 

@@ -27,6 +27,7 @@ from nvcre_hera.judge import lower_is_better
 from nvcre_hera.report.card import clean, number
 from nvcre_hera.report.timing import epoch_seconds
 from nvcre_hera.report.words import fixed, plural
+from nvcre_hera.threshold_select import explicit_thresholds
 
 DONE = frozenset({"Succeeded", "Failed", "Error", "Skipped", "Omitted"})
 _TEST = re.compile(r"^test-(\d+)$")
@@ -102,7 +103,8 @@ class Progress:
             opts = c.get("options") or {}
             self.categories[int(c["index"])] = _Category(f"{c.get('domain')}/{c.get('variant')}",
                                                          str(opts.get("testScale") or ""),
-                                                         dict(opts.get("thresholds") or {}))
+                                                         # the GPU is not known here: plain keys only
+                                                         explicit_thresholds(opts, "unknown"))
         self.seen: set[str] = set()
         self.tests = self.failed_tests = 0
 

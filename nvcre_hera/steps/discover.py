@@ -27,6 +27,7 @@ from nvcre_hera.nodeindex import make_setup, target_order
 from nvcre_hera.platform import GPU_PRODUCT_LABEL, detect_architecture, detect_platform, node_labels, node_name
 from nvcre_hera.steps.io import Outputs
 from nvcre_hera.threshold_bounds import floor_of
+from nvcre_hera.threshold_select import select_thresholds
 
 
 def _architecture_filter(nodes: list[dict], product: str | None) -> tuple[list[dict], list[Exclusion]]:
@@ -125,14 +126,16 @@ def nic_summary(cat: dict, detection: NicDetection, platform: str) -> tuple[dict
     return info, None
 
 
-def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], opts: dict) -> dict:
+def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], opts: dict,
+                   gpu: str = "unknown") -> dict:
+    thresholds, _ = select_thresholds(opts, gpu)  # the profile's floors for the GPU found, explicit ones win
     has_cliques = any(CLIQUE_LABEL in node_labels(n) for n in eligible)
     cliques = topology_domains(eligible) if has_cliques else None  # racks are no NVLink domain: √N chunks then
     config = {"strategy": opts.get("diagnoseStrategy", "adaptive"), "maxConcurrent": int(opts["maxConcurrent"]),
               "minGroupSize": int(opts["minGroupSize"]), "baselineGBps": None, "seed": 0,
               # the planner's pass line, from the CEL tree (the loader refused any threshold it cannot read)
-              "threshold": floor_of((opts.get("thresholds") or {}).get("busBandwidthGBps")),
-              "thresholds": dict(opts.get("thresholds") or {})}
+              "threshold": floor_of(thresholds.get("busBandwidthGBps")),
+              "thresholds": thresholds}
     return make_setup(target_order(all_nodes, target), sorted(node_name(n) for n in eligible), cliques, config,
                       target)
 
@@ -193,7 +196,8 @@ def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable
         groups = build_groups(nodes, scale, min(size, len(nodes)) if size else None) if nodes else []
         if opts["testScale"] == "diagnose":  # the planner chooses the groups; names would only weigh on etcd
             out.write(f"groups-{cat['index']}", [])
-            out.write(f"setup-{cat['index']}", diagnose_setup(all_nodes, plan.get("target") or {}, nodes, opts))
+            out.write(f"setup-{cat['index']}", diagnose_setup(all_nodes, plan.get("target") or {}, nodes, opts,
+                                                                    arch or "unknown"))
         else:
             out.write(f"groups-{cat['index']}", groups)
         nic, fabric_gap = nic_summary(cat, detection, platform) if nodes else ({}, None)

@@ -14,6 +14,17 @@ from nvcre_hera.report.card import describe_evidence, render_card
 from nvcre_hera.steps.io import Outputs, flatten_runs
 from nvcre_hera.steps.metric_outputs import status_outputs
 from nvcre_hera.steps.verdict_outputs import write_outputs
+from nvcre_hera.threshold_select import profile_notice, select_thresholds
+
+
+def add_threshold_notices(report: dict, indexes: list[int], notices: dict[int, str],
+                          log: Callable[[str], None]) -> None:
+    """A category whose thresholdProfile gave no floor on this GPU says so (its metrics are then judged by the
+    explicit thresholds alone, or recorded and not judged)."""
+    for position, index in enumerate(indexes):
+        if index in notices and position < len(report.get("categories") or []):
+            report["categories"][position]["thresholdNotice"] = notices[index]
+            log(f"judge: category {index}: {notices[index]}")
 
 
 def _judged_value(expr: str, low: float, high: float) -> float:
@@ -77,10 +88,15 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
                nvsentinel: dict | None = None) -> int:
     by_index = {c["index"]: c for c in summary.get("categories") or []}
     categories = []
+    notices: dict[int, str] = {}
     for cat in plan["categories"]:
         entry = plan_entry(cat)
         disc = by_index.get(cat["index"], {})
-        thresholds = cat["options"].get("thresholds") or {}
+        # the profile's floors for the GPU discovery found, explicit thresholds winning key by key
+        thresholds, sources = select_thresholds(cat["options"], str(summary.get("gpu") or "unknown"))
+        notice = profile_notice(cat["options"], str(summary.get("gpu") or "unknown"))
+        if notice:
+            notices[cat["index"]] = notice
         verdict = None
         if cat["options"]["testScale"] == "diagnose":
             verdict = results.get(cat["index"])
@@ -101,13 +117,15 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
         categories.append({
             "domain": cat["domain"], "variant": cat["variant"], "testScale": cat["options"]["testScale"],
             "nodesPerJob": disc.get("nodesPerJob", 0), "enableMNNVL": bool(cat["options"].get("enableMNNVL")),
-            "thresholds": thresholds, "metricNames": list(entry.metrics), "results": flat,
+            "thresholds": thresholds, "thresholdSources": sources, "metricNames": list(entry.metrics),
+            "results": flat,
             **({"incomplete": incomplete} if incomplete else {}),
             **({"nic": disc["nic"]} if disc.get("nic") else {}),
             **({"diagnose": verdict} if flat is not None and verdict is not None else {}),
         })
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # when this judge ran (wall clock)
     report = judge(plan["name"], summary, categories, generated_at=generated)
+    add_threshold_notices(report, [c["index"] for c in plan["categories"]], notices, log)
     card = render_card(report)
     for line in card.splitlines():
         log(line)
