@@ -90,21 +90,34 @@ def _parse_profile(data: Any, file: str) -> tuple[str, dict]:
     categories = data.get("categories")
     if not isinstance(categories, dict):
         raise InputError("expected a mapping of domain/variant to scales", f"{file}: categories")
+    from typing import get_args
+
+    from nvcre_hera.api import TestScale
+    from nvcre_hera.catalog import load_catalog
+
+    known, scale_names = load_catalog(), [*get_args(TestScale), *(f"{s}+mnnvl" for s in get_args(TestScale))]
     out: dict = {}
     for key, scales in categories.items():
         where = f"{file}: categories.{key}"
+        if key not in known:
+            raise InputError(f"unknown category {key!r} (known: {', '.join(sorted(known))})", where)
         out[key] = {}
         if scales == NONE_KNOWN:
             continue
         if not isinstance(scales, dict):
             raise InputError(f"expected a mapping of testScale to metrics, or {NONE_KNOWN!r}", where)
         for scale, metrics in scales.items():
+            if scale not in scale_names:
+                raise InputError(f"unknown testScale {scale!r} (known: {', '.join(scale_names)})", f"{where}.{scale}")
             out[key][scale] = {}
             if metrics == NONE_KNOWN:
                 continue
             if not isinstance(metrics, dict):
                 raise InputError(f"expected a mapping of metric to rule, or {NONE_KNOWN!r}", f"{where}.{scale}")
             for metric, raw in metrics.items():
+                if metric not in known[key].metrics:
+                    raise InputError(f"{key} does not produce metric {metric!r} (it produces: "
+                                     f"{', '.join(known[key].metrics)})", f"{where}.{scale}.{metric}")
                 rule = _rule(metric, raw, fraction, f"{where}.{scale}.{metric}", file)
                 if rule:
                     out[key][scale][metric] = rule
@@ -117,13 +130,21 @@ def _parse_baseline(data: Any, file: str) -> Profiles:
     cats = ((data.get("spec") or {}).get("categories")) if isinstance(data.get("spec"), dict) else None
     if not isinstance(cats, list):
         raise InputError("a baseline file needs spec.categories (as `nvcre baseline` writes it)", f"{file}: spec")
+    import json
+
     out: Profiles = {}
+    try:  # what the run was, for the sources: `nvcre baseline` records it in an annotation
+        record = json.loads(((data.get("metadata") or {}).get("annotations") or {}).get("nvcre-hera.dev/baseline"))
+        origin = (f" (baseline of {record.get('report')}, certification {record.get('certification')}, "
+                  f"generatedAt {record.get('generatedAt')}, {record.get('fraction')} x the worst group)")
+    except (TypeError, ValueError, AttributeError):
+        origin = ""
     for i, cat in enumerate(cats):
         where = f"{file}: spec.categories[{i}]"
         if not isinstance(cat, dict) or not cat.get("domain") or not cat.get("variant"):
             raise InputError("expected domain and variant", where)
         opts = cat.get("options") or {}
-        scale = opts.get("testScale") or "full-scale"
+        scale = (opts.get("testScale") or "full-scale") + ("+mnnvl" if opts.get("enableMNNVL") else "")
         key = f"{cat['domain']}/{cat['variant']}"
         for name, value in (opts.get("thresholds") or {}).items():
             gpu, metrics = (name, value) if isinstance(value, dict) else (ANY_GPU, {name: value})
@@ -137,7 +158,7 @@ def _parse_baseline(data: Any, file: str) -> Profiles:
                     check_threshold(metric, str(expr))
                 except ValueError as exc:
                     raise InputError(str(exc), f"{where}.options.thresholds.{name}") from None
-                rule = {"expression": str(expr), "kind": "baseline", "from": f"{file}: {key} {scale} {metric}"}
+                rule = {"expression": str(expr), "kind": "baseline", "from": f"{file}: {key} {scale} {metric}{origin}"}
                 out.setdefault(gpu, {}).setdefault(key, {}).setdefault(scale, {})[metric] = rule
     return out
 
