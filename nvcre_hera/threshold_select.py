@@ -72,4 +72,5 @@ def profile_notice(options: dict[str, Any], gpu: str) -> str | None:
     return None
 
 
-__all__ = ["ANY_GPU", "PROFILE_KEY", "THRESHOLDS_FROM_KEY", "explicit_thresholds", "profile_notice", "select_thresholds"]
+__all__ = ["ANY_GPU", "PROFILE_KEY", "THRESHOLDS_FROM_KEY", "explicit_thresholds", "profile_notice",
+           "select_thresholds"]
