@@ -145,3 +145,15 @@ def test_a_category_without_a_sourced_floor_says_so_in_the_report():
     all_reduce, loopback = report["categories"]
     assert all_reduce["thresholdsSet"] and "thresholdNotice" not in all_reduce
     assert "none known" in loopback["thresholdNotice"] and not loopback["thresholdsSet"]
+
+
+def test_the_docs_table_lists_every_floor():
+    doc = (ROOT / "docs" / "threshold-profiles.md").read_text()
+    rows = [line for line in doc.splitlines() if line.startswith("| ")]
+    for gpu, cats in default_profiles().items():
+        for cat, scales in cats.items():
+            for scale, metrics in scales.items():
+                for rule in metrics.values():
+                    floor = rule["expression"].split()[-1]
+                    assert any(row.startswith(f"| {gpu} |") and cat.split("/")[1] in row and f"| {floor} |" in row
+                               for row in rows), (gpu, cat, scale, floor)
