@@ -57,6 +57,16 @@ def select_thresholds(options: dict[str, Any], gpu: str) -> tuple[dict[str, str]
     return thresholds, sources
 
 
+def threshold_metrics(options: dict[str, Any]) -> list[str]:
+    """Every metric a threshold may judge in this category on some GPU (explicit, per-GPU or profile): what a step
+    that runs before the GPU is known to it (diagnose's test step) must keep the measurements of."""
+    written = options.get("thresholds") or {}
+    names = {m for m, e in written.items() if isinstance(e, str)}
+    names.update(m for e in written.values() if isinstance(e, dict) for m in e)
+    names.update(m for rules in (options.get(PROFILE_KEY) or {}).values() for m in rules)
+    return sorted(names)
+
+
 def profile_notice(options: dict[str, Any], gpu: str) -> str | None:
     """Why a category with a profile got no floor from it on this GPU, or None."""
     profile = options.get(PROFILE_KEY)
@@ -73,4 +83,4 @@ def profile_notice(options: dict[str, Any], gpu: str) -> str | None:
 
 
 __all__ = ["ANY_GPU", "PROFILE_KEY", "THRESHOLDS_FROM_KEY", "explicit_thresholds", "profile_notice",
-           "select_thresholds"]
+           "select_thresholds", "threshold_metrics"]

@@ -9,6 +9,7 @@ from nvcre_hera.threshold_select import (
     explicit_thresholds,
     profile_notice,
     select_thresholds,
+    threshold_metrics,
 )
 
 PROFILE = {
@@ -75,3 +76,9 @@ def test_explicit_thresholds_plain_keys_for_an_unknown_gpu():
     opts = {"thresholds": {"busBandwidthGBps": "value >= 300", "h100": {"algBandwidthGBps": "value >= 1.0"}}}
     assert explicit_thresholds(opts, "unknown") == {"busBandwidthGBps": "value >= 300"}
     assert explicit_thresholds(opts, "h100") == {"busBandwidthGBps": "value >= 300", "algBandwidthGBps": "value >= 1.0"}
+
+
+def test_threshold_metrics_are_every_metric_some_gpu_may_be_judged_on():
+    opts = options(thresholds={"x": "value > 1.0", "a100": {"y": "value > 1.0"}})
+    assert threshold_metrics(opts) == ["algBandwidthGBps", "busBandwidthGBps", "x", "y"]
+    assert threshold_metrics({}) == []
