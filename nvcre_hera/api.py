@@ -195,8 +195,10 @@ class CategoryOptions(_Model):
     max_bytes: str | None = Field(None, alias="maxBytes")
     num_iterations: int | None = Field(None, alias="numIterations", ge=1)
     num_cycles: int | None = Field(None, alias="numCycles", ge=1)
-    # metric -> CEL; a GPU architecture key (a100: {metric: CEL}) holds thresholds for that GPU only
+    # {metric: CEL}; a key naming a GPU architecture (h100, gb300, ...) holds {metric: CEL} for that GPU only
     thresholds: dict[str, str | dict[str, str]] | None = None
+    # nvcre-hera: per-GPU floors from catalog/_lib/thresholds/<gpu>.yaml (`default`) or a profile file (a path)
+    threshold_profile: str | None = Field(None, alias="thresholdProfile", min_length=1)
     max_concurrent: int | None = Field(None, alias="maxConcurrent", ge=0)
     min_group_size: int | None = Field(None, alias="minGroupSize", ge=1)
     timeout_per_job: str | None = Field(None, alias="timeoutPerJob")

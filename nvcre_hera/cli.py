@@ -93,7 +93,35 @@ def cmd_certify(args: argparse.Namespace) -> int:
 
     return certify(args.cert, cluster=args.cluster, out_dir=args.out, quiet=args.quiet,
                    step_image=args.step_image, engine=args.engine, state_dir=args.state_dir,
-                   nvsentinel_configmaps=args.nvsentinel_configmaps, progress=args.progress)
+                   nvsentinel_configmaps=args.nvsentinel_configmaps, progress=args.progress,
+                   baseline=args.baseline)
+
+
+def _read_json_or_yaml(path: str, what: str):
+    from nvcre_hera.spec_load import parse_yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read {what}: {getattr(exc, 'strerror', None) or exc}", path) from None
+    return parse_yaml(text, path)  # YAML is a superset of JSON: a report.json reads too
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+    from nvcre_hera.baseline import baseline_fragment, check_fraction
+
+    check_fraction(args.fraction)
+    report = _read_json_or_yaml(args.report, "the report")
+    text, count = baseline_fragment(report, args.fraction, args.report)
+    if args.output:
+        try:
+            Path(args.output).write_text(text)
+        except OSError as exc:
+            raise InputError(f"cannot write: {exc.strerror or exc}", f"-o {args.output}") from None
+        print(f"wrote {count} threshold(s) at {args.fraction:g} x the worst group to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
@@ -219,8 +247,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="local: the in-process executor (default); argo: the real Argo controller on the loopback "
                         "control plane (make e2e-up; started if not up)")
     p.add_argument("--state-dir", default=".e2e/run", help="the loopback control plane's state (--engine argo)")
+    p.add_argument("--baseline", default=None, metavar="FILE", help="compare the run with a stored baseline "
+                   "(the file `nvcre baseline` wrote, or a report.json): the change per metric, in the card and "
+                   "report.json (baselineComparison); the verdict is unchanged")
     _add_output_flags(p)
     p.set_defaults(func=cmd_certify)
+
+    p = sub.add_parser("baseline", help="thresholds from a passing run's report.json, at a fraction of what it "
+                       "measured (a Certification fragment, also a thresholdProfile file)")
+    p.add_argument("report")
+    p.add_argument("--fraction", type=float, default=0.9, help="thresholds at this fraction of the worst group "
+                   "(default 0.9; lower-is-better metrics: the worst group / fraction)")
+    p.add_argument("-o", "--output", default=None, help="write the fragment here (default: stdout)")
+    p.set_defaults(func=cmd_baseline)
 
     p = sub.add_parser("compile", help="print the Argo Workflow (or WorkflowTemplate / CronWorkflow)")
     p.add_argument("cert")

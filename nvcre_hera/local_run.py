@@ -111,7 +111,7 @@ def run_local(cert_path: str, cluster_path: str | None = None, *, step_image: st
 
 def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out", quiet: bool = False,
             step_image: str | None = None, engine: str = "local", state_dir: str = ".e2e/run",
-            nvsentinel_configmaps: bool = False, progress: str = "text") -> int:
+            nvsentinel_configmaps: bool = False, progress: str = "text", baseline: str | None = None) -> int:
     """`progress`: text (a line per finished test, one per category, then the card), json (one JSON object a
     line and no card: it is in report.txt), or none (`quiet`: only the card)."""
     import yaml
@@ -125,6 +125,7 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
 
     if cluster is not None and not Path(cluster).is_file():
         raise InputError("no such file", cluster)
+    stored = _load_baseline(baseline) if baseline is not None else None  # a bad file fails before the run
     out = Path(out_dir)
     if out.exists() and not out.is_dir():  # checked before the run, not after it: the report needs a folder
         raise InputError("exists and is not a folder (--out names the folder for report.json, report.txt and "
@@ -153,8 +154,16 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
         print(f"nvcre: the workflow ended {local.run.phase} before the judge wrote a report: "
               f"{local.run.message}", file=sys.stderr)
         return 1
+    comparison_text: list[str] = []
+    if stored is not None:
+        from nvcre_hera.baseline import compare, comparison_lines
+
+        local.report["baselineComparison"] = compare(local.report, stored, str(baseline))
+        comparison_text = comparison_lines(local.report["baselineComparison"])
     (out / "report.json").write_text(render(local.report, "json"))
     card = render(local.report, "text")
+    if comparison_text:
+        card = card.rstrip("\n") + "\n\n" + "\n".join(comparison_text) + "\n"
     (out / "report.txt").write_text(card)
     written = write_certify_outputs(out, local, cert_path)
     ex = local.report["execution"]
@@ -170,6 +179,18 @@ def certify(cert_path: str, *, cluster: str | None = None, out_dir: str = "out",
     print(f"Wrote {', '.join(str(p) for p in [out / 'report.json', out / 'report.txt', *written])} and "
           f"{out / 'workflow.yaml'}")
     return 0 if local.result == "PASSED" else 1
+
+
+def _load_baseline(path: str) -> list[dict]:
+    from nvcre_hera.baseline import measured_of
+    from nvcre_hera.spec_load import parse_yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read the baseline: {getattr(exc, 'strerror', None) or exc}",
+                         f"--baseline {path}") from None
+    return measured_of(parse_yaml(text, path), f"--baseline {path}")
 
 
 def write_certify_outputs(out: Path, local: LocalRun, cert_path: str) -> list[Path]:

@@ -70,8 +70,8 @@ def node_from_argo(node: dict, started_at: Any = None) -> Node:
 class _Category:
     key: str
     scale: str
-    thresholds: dict[str, str]  # the plain ones (every GPU)
-    raw: dict[str, Any] = field(default_factory=dict)  # as written, per-GPU maps included
+    thresholds: dict[str, str]  # those for the run's GPU (until discovery says which: the plain ones)
+    options: dict[str, Any] = field(default_factory=dict)  # as planned: per-GPU maps and profile floors included
     compiled: dict[str, Any] = field(default_factory=dict)
     total: int | None = None
     done: int = 0
@@ -104,8 +104,8 @@ class Progress:
             opts = c.get("options") or {}
             self.categories[int(c["index"])] = _Category(f"{c.get('domain')}/{c.get('variant')}",
                                                          str(opts.get("testScale") or ""),
-                                                         select_thresholds(opts, "")[0],
-                                                         raw=dict(opts.get("thresholds") or {}))
+                                                         select_thresholds(opts, "unknown")[0],
+                                                         options=dict(opts))
         self.seen: set[str] = set()
         self.tests = self.failed_tests = 0
 
@@ -136,6 +136,11 @@ class Progress:
 
     def _discover(self, node: Node) -> dict:
         summary = _json(node.outputs.get("summary"), {}) or {}
+        gpu = str(summary.get("gpu") or "unknown")
+        if "+" not in gpu:  # one architecture: its per-GPU and profile thresholds (mixed runs: each group's own GPU)
+            for cat in self.categories.values():
+                cat.thresholds = select_thresholds(cat.options, gpu)[0]
+                cat.compiled.clear()
         for c in summary.get("categories") or []:
             cat = self.categories.get(int(c.get("index", -1)))
             if cat is not None and cat.scale != "diagnose" and isinstance(c.get("groups"), int):
@@ -189,7 +194,7 @@ class Progress:
                       default=0.0)
         workload_ok = node.phase == "Succeeded" and bool(runs) and all(r.get("status", "ok") == "ok" for r in runs)
         # a group discovery tagged with its GPU architecture is held to that GPU's thresholds
-        thresholds = select_thresholds({"thresholds": cat.raw}, str(group["gpu"]))[0] if group.get("gpu") \
+        thresholds = select_thresholds(cat.options, str(group["gpu"]))[0] if group.get("gpu") \
             else cat.thresholds
         metric = self._metric(thresholds, metrics)
         value = metrics.get(metric) if metric else None

@@ -59,7 +59,7 @@ class ResolvedCategory:
 
     @property
     def thresholds(self) -> dict[str, Any]:
-        """As written: metric -> CEL, and per-GPU maps (see nvcre_hera.threshold_select)."""
+        """As written: plain {metric: CEL} keys and per-GPU {gpu: {metric: CEL}} blocks."""
         return dict(self.options.get("thresholds") or {})
 
 
@@ -261,30 +261,32 @@ def _threshold_problem(metric: str, expr: str) -> str | None:
 
 
 def _flat(thresholds: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(path under `thresholds`, metric, CEL) for every entry, per-GPU ones (`a100.busBandwidthGBps`) included."""
+    """(path under thresholds, metric, CEL) for plain keys and per-GPU blocks alike."""
     out = []
     for key, value in thresholds.items():
         if isinstance(value, dict):
-            out += [(f"{key}.{metric}", metric, expr) for metric, expr in value.items()]
+            out.extend((f"{key}.{m}", m, e) for m, e in value.items())
         else:
             out.append((key, key, value))
     return out
 
 
-def produced_only(thresholds: dict[str, Any], metrics: Sequence[str]) -> dict[str, Any]:
-    """The global thresholds a category takes: those of its metrics, per-GPU maps filtered the same way."""
-    out: dict[str, Any] = {}
+def _check_gpu_keys(thresholds: dict[str, Any], where: str) -> None:
+    """A mapping under `thresholds` is a per-GPU block and must name a known architecture; a GPU key holds a block."""
+    from nvcre_hera.catalog import gpu_architectures
+
+    gpus = gpu_architectures()
     for key, value in thresholds.items():
-        if isinstance(value, dict):
-            own = {m: e for m, e in value.items() if m in metrics}
-            if own:
-                out[key] = own
-        elif key in metrics:
-            out[key] = value
-    return out
+        if isinstance(value, dict) and key not in gpus:
+            raise InputError(f"unknown GPU architecture {key!r} for a per-GPU threshold block (known: "
+                             f"{', '.join(gpus)})", f"{where}.{key}")
+        if not isinstance(value, dict) and key in gpus:
+            raise InputError(f"{key} is a GPU architecture: it holds {{metric: CEL}} for that GPU, e.g. "
+                             f"{key}: {{busBandwidthGBps: \"value >= 300\"}}", f"{where}.{key}")
 
 
 def check_thresholds(thresholds: dict[str, Any], entry: CatalogEntry, where: str) -> None:
+    _check_gpu_keys(thresholds, where)
     for path, metric, expr in _flat(thresholds):
         if metric not in entry.metrics:
             raise InputError(f"{entry.key} does not produce metric {metric!r} (it produces: "
@@ -304,6 +306,37 @@ def _check_diagnose_thresholds(thresholds: dict[str, Any], where: str) -> None:
             threshold_bounds(expr)
         except ValueError as exc:
             raise InputError(f"{expr!r} cannot be applied by testScale diagnose: {exc}", f"{where}.{path}") from None
+
+
+def _for_entry(thresholds: dict[str, Any], entry: CatalogEntry) -> dict[str, Any]:
+    """The global thresholds a category inherits: the metrics it produces, in plain keys and per-GPU blocks."""
+    out: dict[str, Any] = {}
+    for key, value in thresholds.items():
+        if isinstance(value, dict):
+            block = {m: e for m, e in value.items() if m in entry.metrics}
+            if block:
+                out[key] = block
+        elif key in entry.metrics:
+            out[key] = value
+    return out
+
+
+def _apply_profile(options: dict[str, Any], entry: CatalogEntry, where: str, thresholds_at: str, base: Path) -> None:
+    """`thresholdProfile`: this category's rules for every GPU, and where the explicit thresholds were written."""
+    from nvcre_hera.threshold_profiles import category_rules, load_profiles
+    from nvcre_hera.threshold_select import PROFILE_KEY, THRESHOLDS_FROM_KEY
+
+    profiles = load_profiles(options["thresholdProfile"], base, where)
+    rules = category_rules(profiles, entry.key, options["testScale"], bool(options.get("enableMNNVL")))
+    for gpu, metrics in rules.items():
+        for metric, rule in metrics.items():
+            if metric not in entry.metrics:
+                raise InputError(f"{entry.key} does not produce metric {metric!r} (it produces: "
+                                 f"{', '.join(entry.metrics)})", f"{rule['from'].split(':')[0]}: {gpu} {metric}")
+        if options["testScale"] == "diagnose":
+            _check_diagnose_thresholds({m: r["expression"] for m, r in metrics.items()}, where)
+    options[PROFILE_KEY] = rules
+    options[THRESHOLDS_FROM_KEY] = thresholds_at
 
 
 def effective_test_scale(entry: CatalogEntry, requested: str) -> str:
@@ -333,7 +366,7 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
             check_thresholds(own["thresholds"], entry, f"{where}.thresholds")
             thresholds = own["thresholds"]
         else:  # a global threshold applies to every category that produces its metric
-            thresholds = produced_only(global_thresholds, entry.metrics)
+            thresholds = _for_entry(global_thresholds, entry)
         produced_metrics |= set(entry.metrics)
         options = {**OPTION_DEFAULTS, **entry.defaults.model_dump(by_alias=True, exclude_none=True),
                    **merge_options(glob, own)}
@@ -343,14 +376,19 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
             _check_diagnose_thresholds(thresholds, f"{where}.thresholds" if "thresholds" in own else
                                        f"{source}: spec.options.thresholds" if "thresholds" in _set_fields(
                                            cert.spec.options) else f"{source}: spec.thresholds")
+        if options.get("thresholdProfile"):
+            thresholds_at = (f"{where}.thresholds" if "thresholds" in own else f"{_global_where(cert, source)}")
+            profile_at = (f"{where}.thresholdProfile" if "thresholdProfile" in own else
+                          _global_where(cert, source, "thresholdProfile"))
+            _apply_profile(options, entry, profile_at, thresholds_at, _base_dir(source))
         if options["testScale"] == "diagnose" and "timeoutPerJob" not in {**glob, **own}:
             options["timeoutPerJob"] = DIAGNOSE_TIMEOUT
         if entry.domain == "training" and "resources" not in options:
             options["resources"] = TRAINING_RESOURCES
         resolved.append(ResolvedCategory(index=index, entry=entry, options=options))
+    where = _global_where(cert, source)
+    _check_gpu_keys(global_thresholds, where)
     for path, metric, expr in _flat(global_thresholds):
-        where = f"{source}: spec.thresholds" if "thresholds" not in _set_fields(cert.spec.options) \
-            else f"{source}: spec.options.thresholds"
         # A category with its own thresholds replaces the global ones whole; that does not make the metric unknown.
         if metric not in produced_metrics:
             raise InputError(f"no category produces metric {metric!r}", f"{where}.{path}")
@@ -358,6 +396,17 @@ def resolve_categories(cert: Certification, source: str = "<certification>") -> 
         if problem:
             raise InputError(problem, f"{where}.{path}")
     return resolved
+
+
+def _global_where(cert: Certification, source: str, field: str = "thresholds") -> str:
+    """`cert.yaml: spec.thresholds` or `cert.yaml: spec.options.thresholds`, wherever the user wrote it."""
+    return f"{source}: spec.options.{field}" if field in _set_fields(cert.spec.options) else f"{source}: spec.{field}"
+
+
+def _base_dir(source: str) -> Path:
+    """A profile file's path is relative to the Certification's folder (the working directory for stdin)."""
+    path = Path(source)
+    return path.parent if source and not source.startswith("<") else Path(".")
 
 
 __all__ = [

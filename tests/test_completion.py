@@ -40,7 +40,8 @@ def test_bash_completes_commands_flags_and_choices(capsys: pytest.CaptureFixture
 def test_the_table_follows_the_parser() -> None:
     table = command_table(build_parser())
     assert set(table) == {"certify", "compile", "validate", "jobs", "submit", "parse", "report", "catalog", "bench",
-                          "completion"}
+                          "completion", "baseline"}
+    assert "--fraction" in table["baseline"]["flags"] and "--baseline" in table["certify"]["flags"]
     assert table["completion"]["positional"] == ["bash", "zsh"]
     assert "--watch" in table["submit"]["flags"] and table["submit"]["choices"]["--as"] == ["workflow", "template",
                                                                                            "cron"]

@@ -21,7 +21,7 @@ from nvcre_hera.parsers import reasons as reason_rules
 from nvcre_hera.report.bundle import encode_gpu_results
 from nvcre_hera.steps.io import Outputs
 from nvcre_hera.steps.metric_outputs import run_outputs
-from nvcre_hera.threshold_select import select_thresholds
+from nvcre_hera.threshold_select import threshold_metrics
 from nvcre_hera.units import parse_duration
 
 LOG_TAIL_LINES = 20
@@ -239,7 +239,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
                 log(f"run: could not delete {name} while stopping: {err}")
             log(f"run: stopping: deleted {name}: {deleted}")
         raise
-    out.write("metrics", diagnose_result(group["id"], results, select_thresholds(options, ctx.gpu or "")[0])
+    # the GPU is not known to this step: keep every metric a threshold may judge on any GPU (a few bytes)
+    out.write("metrics", diagnose_result(group["id"], results, dict.fromkeys(threshold_metrics(options), ""))
               if diagnose else results)
     for name, value in run_outputs(group["id"], results[0]["nodes"] if results else [], results).items():
         out.write(name, value)  # what the compiled workflow's nvcre_nccl_busbw_gbs gauge reads

@@ -14,7 +14,16 @@ from nvcre_hera.report.card import describe_evidence, render_card
 from nvcre_hera.steps.io import Outputs, flatten_runs
 from nvcre_hera.steps.metric_outputs import status_outputs
 from nvcre_hera.steps.verdict_outputs import write_outputs
-from nvcre_hera.threshold_select import select_thresholds
+from nvcre_hera.threshold_select import profile_notice, select_thresholds
+
+
+def add_threshold_notices(report: dict, inputs: list[dict], log: Callable[[str], None]) -> None:
+    """A category whose thresholdProfile gave no floor on its GPU says so (its metrics are then judged by the
+    explicit thresholds alone, or recorded and not judged). `inputs` are the judge's, in its report's order."""
+    for entry, given in zip(report.get("categories") or [], inputs):
+        if given.get("thresholdNotice"):
+            entry["thresholdNotice"] = given["thresholdNotice"]
+            log(f"judge: {entry.get('domain')}/{entry.get('variant')}: {given['thresholdNotice']}")
 
 
 def _judged_value(expr: str, low: float, high: float) -> float:
@@ -78,7 +87,8 @@ def _category_input(cat: dict, disc: dict, summary: dict, results: dict[int, Any
     """The judge's input for one category on one architecture (`share`: that architecture's part of a run over
     several, from the discover summary: its groups and nodes; None for a run over one)."""
     entry = plan_entry(cat)
-    thresholds, sources = select_thresholds(cat["options"], gpu)
+    thresholds, sources = select_thresholds(cat["options"], gpu)  # profile floors for this GPU, explicit ones win
+    notice = profile_notice(cat["options"], gpu)
     verdict = None
     tested = summary.get("selectedNodes", 0) if share is None else share["selectedNodes"]
     part = disc if share is None else (disc.get("perGpu") or {}).get(gpu) or {}
@@ -110,8 +120,9 @@ def _category_input(cat: dict, disc: dict, summary: dict, results: dict[int, Any
     return {
         "domain": cat["domain"], "variant": cat["variant"], "testScale": cat["options"]["testScale"],
         "nodesPerJob": part.get("nodesPerJob", 0), "enableMNNVL": bool(cat["options"].get("enableMNNVL")),
-        "thresholds": thresholds, "metricNames": list(entry.metrics), "results": flat,
+        "thresholds": thresholds, "thresholdSources": sources, "metricNames": list(entry.metrics), "results": flat,
         **({"incomplete": incomplete} if incomplete else {}),
+        **({"thresholdNotice": notice} if notice else {}),
         **({"nic": disc["nic"]} if disc.get("nic") else {}),
         **({"diagnose": verdict} if flat is not None and verdict is not None else {}),
         # a run over several architectures: which one this entry judges (the report repeats the category per GPU)
@@ -134,6 +145,7 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
                                               (groups or {}).get(cat["index"]), gpu, share))
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # when this judge ran (wall clock)
     report = judge(plan["name"], summary, categories, generated_at=generated)
+    add_threshold_notices(report, categories, log)
     card = render_card(report)
     for line in card.splitlines():
         log(line)
