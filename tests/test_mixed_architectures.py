@@ -161,7 +161,8 @@ def test_select_thresholds_per_gpu_wins_key_by_key() -> None:
                               "a100": {"busBandwidthGBps": "value >= 150"}}}
     assert select_thresholds(options, "a100") == (
         {"busBandwidthGBps": "value >= 150", "algBandwidthGBps": "value >= 100"},
-        {"busBandwidthGBps": {"kind": "explicit", "gpu": "a100"}, "algBandwidthGBps": {"kind": "explicit"}})
+        {"busBandwidthGBps": {"kind": "explicit", "from": "thresholds.a100.busBandwidthGBps", "gpu": "a100"},
+         "algBandwidthGBps": {"kind": "explicit", "from": "thresholds.algBandwidthGBps"}})
     assert select_thresholds(options, "h100")[0] == {"busBandwidthGBps": "value >= 300",
                                                      "algBandwidthGBps": "value >= 100"}
     assert select_thresholds(options, "unknown")[0] == select_thresholds(options, "h100")[0]
@@ -177,11 +178,11 @@ def test_per_gpu_thresholds_reach_the_plan_filtered_by_metric() -> None:
 
 
 @pytest.mark.parametrize(("extra", "where", "says"), [
-    ('  thresholds: {x100: {busBandwidthGBps: "value >= 1.0"}}', "spec.thresholds", "no GPU architecture"),
+    ('  thresholds: {x100: {busBandwidthGBps: "value >= 1.0"}}', "spec.thresholds.x100", "unknown GPU architecture"),
     ('  thresholds: {a100: {fooGBps: "value >= 1.0"}}', "spec.thresholds.a100.fooGBps", "no category produces"),
     ('  thresholds: {a100: {busBandwidthGBps: "value >="}}', "spec.thresholds.a100.busBandwidthGBps", ""),
     ('  thresholds: {a100: {busBandwidthGBps: " "}}', "spec.thresholds", "a100.busBandwidthGBps has an empty"),
-    ('  thresholds: {a100: "value >= 1.0"}', "spec.thresholds", "'a100' is a GPU architecture: its thresholds are a map"),
+    ('  thresholds: {a100: "value >= 1.0"}', "spec.thresholds.a100", "a100 is a GPU architecture: it holds {metric: CEL}"),
     ("  thresholds: {a100: {busBandwidthGBps: 5}}", "spec.thresholds", "a100.busBandwidthGBps must be a CEL string"),
     ("  architecture: minority", "spec.architecture", "'all' or 'majority'"),
 ])

@@ -27,7 +27,7 @@ def options(**extra):
 def test_profile_alone_gives_the_gpus_floors_with_their_sources():
     thresholds, sources = select_thresholds(options(), "h100")
     assert thresholds == {"busBandwidthGBps": "value >= 360.0", "algBandwidthGBps": "value >= 200.0"}
-    assert sources["busBandwidthGBps"] == {"kind": "profile", "from": "h100.yaml: src-a"}
+    assert sources["busBandwidthGBps"] == {"kind": "profile", "from": "h100.yaml: src-a", "gpu": "h100"}
 
 
 def test_explicit_threshold_wins_key_by_key_and_the_other_profile_floor_stays():
@@ -42,7 +42,8 @@ def test_per_gpu_key_wins_over_the_plain_key_only_on_that_gpu():
     opts = options(thresholds={"busBandwidthGBps": "value >= 300", "a100": {"busBandwidthGBps": "value >= 150"}})
     on_a100, src = select_thresholds(opts, "a100")
     assert on_a100 == {"busBandwidthGBps": "value >= 150"}  # a100 has no profile here: explicit only
-    assert src["busBandwidthGBps"]["from"] == "cert.yaml: spec.thresholds.a100.busBandwidthGBps"
+    assert src["busBandwidthGBps"] == {"kind": "explicit", "from": "cert.yaml: spec.thresholds.a100.busBandwidthGBps",
+                                       "gpu": "a100"}  # it holds for that GPU only
     on_h100, _ = select_thresholds(opts, "h100")
     assert on_h100["busBandwidthGBps"] == "value >= 300"
 
