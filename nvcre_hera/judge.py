@@ -412,6 +412,14 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
                          # the planner's pass line (from the busBandwidthGBps threshold) and repeats per test
                          "passLineGBps": verdict.get("floor"),
                          "repeatsPerTest": (verdict.get("measured") or {}).get("repeats")}
+    if isinstance(verdict.get("roundHistory"), list):  # absent in a verdict from before the history was kept
+        released = [g for g in verdict.get("releases") or [] if isinstance(g, dict)]
+        entry["diagnose"]["roundHistory"] = [h for h in verdict["roundHistory"] if isinstance(h, dict)]
+        entry["diagnose"]["releases"] = released
+        if isinstance(verdict.get("nodeCount"), int):
+            # every node not in a release group is held: accused, on a fault, unresolved or never cleared
+            entry["diagnose"]["nodesNotReleased"] = verdict["nodeCount"] - sum(int(g.get("nodeCount") or 0)
+                                                                                for g in released)
     entry["jobs"] = stats.get("jobs", entry["jobs"])
     if isinstance((verdict.get("measured") or {}).get("runs"), int):  # the thresholds judged every job that ran
         entry["runsMeasured"] = verdict["measured"]["runs"]

@@ -9,13 +9,15 @@ import json
 from typing import Any, Callable
 
 from nvcre_hera.cluster.base import Cluster
-from nvcre_hera.diagnose.nodesets import from_nodes
+from nvcre_hera.diagnose.nodesets import from_nodes, to_nodes
 from nvcre_hera.diagnose.planner import plan
 from nvcre_hera.nodeindex import resolve
 from nvcre_hera.steps.io import Outputs, flatten_runs
 
 
 UNRESOLVED_NAMES = 64
+NAMED_NODES = 16  # a node set of the round history up to this size is listed by name, a larger one by ranges
+NAMED_RANGES = 32  # ranges listed per node set; the count stays exact (the verdict travels up every level)
 
 
 def compact_results(aggregated: Any) -> list[dict]:
@@ -74,14 +76,51 @@ def _flat(value: Any) -> list[int]:
     return [value] if isinstance(value, int) else []
 
 
+def _set_indices(ranges: list) -> list[int]:
+    """The indices a node set's report form names: every node of a small set, the ends of each listed range."""
+    if sum(hi - lo for lo, hi in ranges) <= NAMED_NODES:
+        return to_nodes(ranges)
+    return [i for lo, hi in ranges[:NAMED_RANGES] for i in (lo, hi - 1)]
+
+
+def _named_set(ranges: list, names: dict[int, str]) -> dict:
+    """A node set of the round history, named: `{nodeCount, nodes}` when small, else `{nodeCount, ranges:
+    [{first, last, count}]}` (index order is name order among the eligible nodes, see nodeindex.py)."""
+    count = sum(hi - lo for lo, hi in ranges)
+    if count <= NAMED_NODES:
+        return {"nodeCount": count, "nodes": [names[i] for i in to_nodes(ranges)]}
+    out = {"nodeCount": count, "ranges": [{"first": names[lo], "last": names[hi - 1], "count": hi - lo}
+                                          for lo, hi in ranges[:NAMED_RANGES]]}
+    if len(ranges) > NAMED_RANGES:
+        out["rangesOmitted"] = len(ranges) - NAMED_RANGES
+    return out
+
+
+def named_history(answer: dict, names: dict[int, str]) -> tuple[list[dict], list[dict]]:
+    """The planner's round history and release groups in the report's shape (see docs/outputs.md)."""
+    history = [{"round": h["round"], "tests": h["tests"], "failed": h.get("failed"), "testSizes": h["testSizes"],
+                "cleared": _named_set(h.get("cleared") or [], names),
+                "doubted": sum(hi - lo for lo, hi in h.get("doubted") or []),
+                "clearedNodesReused": sum(hi - lo for lo, hi in h.get("reused") or []),
+                "endedAfterSec": h.get("endedAfterSec")}
+               for h in answer.get("history") or []]
+    releases = [{"releasedAtRound": g["round"], "releasedAfterSec": g.get("releasedAfterSec"),
+                 **_named_set(g["nodes"], names)} for g in answer.get("releases") or []]
+    return history, releases
+
+
 def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
     """The planner's final answer with node indices turned into names (the report names nodes)."""
     suspects = list(answer.get("suspects") or [])
     faults = list(answer.get("infrastructureFaults") or [])
     unresolved = list(answer.get("unresolved") or [])
+    sets = [h.get("cleared") or [] for h in answer.get("history") or []]
+    sets += [g["nodes"] for g in answer.get("releases") or []]
     indices = sorted({s["node"] for s in suspects} | {i for f in faults for i in _flat(f.get("between"))}
-                     | {i for group in unresolved for i in group[:UNRESOLVED_NAMES]})
+                     | {i for group in unresolved for i in group[:UNRESOLVED_NAMES]}
+                     | {i for rs in sets for i in _set_indices(rs)})
     names = dict(zip(indices, resolve(indices, setup, cluster.list_nodes()))) if indices else {}
+    history, releases = named_history(answer, names)
 
     def named(value: Any) -> Any:  # `between` is [a, b] or [[side a], [side b]]
         return [named(v) for v in value] if isinstance(value, list) else names[value]
@@ -95,11 +134,22 @@ def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
                        for group in unresolved],
         "stats": answer.get("stats") or {},
         "nodeCount": setup["config"].get("nodeCount"),
+        "roundHistory": history,
+        "releases": releases,
     }
 
 
+def _reading(clock: Callable[[], Any] | None) -> float | None:
+    """The clock's reading, None when there is none (the history then records round numbers only)."""
+    value = clock() if clock is not None else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: Outputs,
-              log: Callable[[str], None]) -> int:
+              log: Callable[[str], None], clock: Callable[[], float] | None = None) -> int:
+    """One round. `clock` dates the round history: the wall clock in a pod (pods run on different machines, so a
+    monotonic clock would not compare), the simulated cluster's clock locally; the plan step starts once the
+    previous round has ended, so its reading is when that round ended."""
     carried = state if isinstance(state, dict) else {}
     ledger = job_ledger(carried.get("jobs"), aggregated)
     seen = measured(carried.get("measured"), aggregated, setup["config"].get("thresholds") or {})
@@ -107,7 +157,7 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     missing = sum(1 for r in results if r.get("missing"))
     if missing:
         log(f"plan: {missing} test(s) of the last round sent no result: counted as failed")
-    answer = plan(carried.get("planner"), results, setup["config"])
+    answer = plan(carried.get("planner"), results, setup["config"], now=_reading(clock or getattr(cluster, "now", None)))
     tests = answer["tests"]
     out.write("state", {"planner": answer["state"], "jobs": ledger, "measured": seen,
                         "issued": [t["id"] for t in tests]})
@@ -128,4 +178,4 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     return 0
 
 
-__all__ = ["compact_results", "job_ledger", "measured", "plan_step", "with_missing"]
+__all__ = ["compact_results", "job_ledger", "measured", "named_history", "plan_step", "with_missing"]
