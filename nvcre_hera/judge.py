@@ -398,6 +398,47 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
     return entry, blame
 
 
+HISTORY_NAMED = 16  # a node set up to this size is listed by name (the plan step sends every one of its names)
+
+
+def _named_set(ranges: Any, count: Any, names: dict[int, str]) -> dict:
+    """A node set of the round history: `{nodeCount, nodes}` when small, else `{nodeCount, ranges: [{first, last,
+    count}]}` (index order is name order among the eligible nodes; `rangesOmitted` when the plan step kept only
+    the first ranges). A name the plan step did not send reads `index <i>`, never a guess."""
+    spans = [(int(lo), int(hi)) for lo, hi in ranges or [] if isinstance(lo, int) and isinstance(hi, int) and hi > lo]
+    kept = sum(hi - lo for lo, hi in spans)
+    total = count if isinstance(count, int) else kept
+    name = lambda i: names.get(i, f"index {i}")  # noqa: E731
+    if total <= HISTORY_NAMED and kept == total:
+        return {"nodeCount": total, "nodes": [name(i) for lo, hi in spans for i in range(lo, hi)]}
+    out: dict[str, Any] = {"nodeCount": total,
+                           "ranges": [{"first": name(lo), "last": name(hi - 1), "count": hi - lo} for lo, hi in spans]}
+    if kept < total:
+        out["rangesOmitted"] = True
+    return out
+
+
+def _round_history(history: dict, node_count: Any) -> dict:
+    """The plan step's compact round history (plan_step.compact_history) as the report's `roundHistory`, `releases`
+    and `nodesNotReleased` (docs/outputs.md)."""
+    table = history.get("names") if isinstance(history.get("names"), dict) else {}
+    names = {i: f"{table.get('p') or ''}{rest}" for i, rest in zip(table.get("i") or [], table.get("s") or [])
+             if isinstance(i, int)}
+    rounds = [{"round": h.get("r"), "tests": h.get("t"), "failed": h.get("f"),
+               "testSizes": [{"nodes": k, "tests": v} for k, v in h.get("s") or []],
+               "cleared": _named_set(h.get("c"), h.get("n"), names), "doubted": h.get("x") or 0,
+               "clearedNodesReused": h.get("u") or 0, "endedAfterSec": h.get("e")}
+              for h in history.get("rounds") or [] if isinstance(h, dict)]
+    released = [{"releasedAtRound": g.get("r"), "releasedAfterSec": g.get("e"),
+                 **_named_set(g.get("s"), g.get("n"), names)}
+                for g in history.get("released") or [] if isinstance(g, dict)]
+    out: dict[str, Any] = {"roundHistory": rounds, "releases": released}
+    if isinstance(node_count, int):
+        # every node in no release group is held: accused, on a fault, unresolved or never cleared
+        out["nodesNotReleased"] = node_count - sum(g["nodeCount"] for g in released)
+    return out
+
+
 def _add_diagnose(entry: dict, verdict: dict) -> None:
     """Diagnose's verdict: suspects are blamed through their groups; an infrastructure fault (a link or switch
     between nodes that pass on their own) fails the category without blaming either node."""
@@ -412,14 +453,8 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
                          # the planner's pass line (from the busBandwidthGBps threshold) and repeats per test
                          "passLineGBps": verdict.get("floor"),
                          "repeatsPerTest": (verdict.get("measured") or {}).get("repeats")}
-    if isinstance(verdict.get("roundHistory"), list):  # absent in a verdict from before the history was kept
-        released = [g for g in verdict.get("releases") or [] if isinstance(g, dict)]
-        entry["diagnose"]["roundHistory"] = [h for h in verdict["roundHistory"] if isinstance(h, dict)]
-        entry["diagnose"]["releases"] = released
-        if isinstance(verdict.get("nodeCount"), int):
-            # every node not in a release group is held: accused, on a fault, unresolved or never cleared
-            entry["diagnose"]["nodesNotReleased"] = verdict["nodeCount"] - sum(int(g.get("nodeCount") or 0)
-                                                                                for g in released)
+    if isinstance(verdict.get("history"), dict):  # absent in a verdict from before the history was kept
+        entry["diagnose"].update(_round_history(verdict["history"], verdict.get("nodeCount")))
     entry["jobs"] = stats.get("jobs", entry["jobs"])
     if isinstance((verdict.get("measured") or {}).get("runs"), int):  # the thresholds judged every job that ran
         entry["runsMeasured"] = verdict["measured"]["runs"]

@@ -31,16 +31,14 @@ def start(state: dict, now: float | None) -> None:
 
 
 def failed(ctx: Ctx, test_id: str) -> bool:
-    """Whether a test of the last round failed, as its strategy reads it: crashed or no result; halving, below its
-    pass floor; adaptive, below the user's floor when given, else more than 3σ below the healthy reference."""
+    """Whether a test of the last round failed, as its strategy reads it: crashed or sent no result; halving, below
+    its pass floor (the user's threshold, else the healthy reference less the margin); adaptive, more than 3σ below
+    the healthy reference it learned (it localizes by comparison: a floor that every job misses fails no test
+    here, the verdict's `unresolved` says that)."""
     if ctx.state["st"] == "halving":
         return halving.fails(ctx, test_id)
-    v = ctx.value(test_id)
-    if v is None:
+    if ctx.value(test_id) is None:
         return True
-    thr = ctx.config.get("threshold")
-    if thr is not None:
-        return v < float(thr)
     r = ctx.ratio(test_id)
     return r is not None and r < 1 - 3 * ctx.sigma
 

@@ -6,6 +6,7 @@ state, `next` (`[0]` to recurse, `[]` to stop) and, when done, the final verdict
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Callable
 
 from nvcre_hera.cluster.base import Cluster
@@ -16,8 +17,8 @@ from nvcre_hera.steps.io import Outputs, flatten_runs
 
 
 UNRESOLVED_NAMES = 64
-NAMED_NODES = 16  # a node set of the round history up to this size is listed by name, a larger one by ranges
-NAMED_RANGES = 32  # ranges listed per node set; the count stays exact (the verdict travels up every level)
+NAMED_NODES = 16  # a node set of the round history up to this size is named node by node, a larger one by ranges
+NAMED_RANGES = 32  # ranges kept per node set (its count stays exact): the verdict travels up every level
 
 
 def compact_results(aggregated: Any) -> list[dict]:
@@ -77,36 +78,39 @@ def _flat(value: Any) -> list[int]:
 
 
 def _set_indices(ranges: list) -> list[int]:
-    """The indices a node set's report form names: every node of a small set, the ends of each listed range."""
+    """The indices a node set of the history is named by: every node of a small set, else each kept range's ends."""
     if sum(hi - lo for lo, hi in ranges) <= NAMED_NODES:
         return to_nodes(ranges)
     return [i for lo, hi in ranges[:NAMED_RANGES] for i in (lo, hi - 1)]
 
 
-def _named_set(ranges: list, names: dict[int, str]) -> dict:
-    """A node set of the round history, named: `{nodeCount, nodes}` when small, else `{nodeCount, ranges:
-    [{first, last, count}]}` (index order is name order among the eligible nodes, see nodeindex.py)."""
-    count = sum(hi - lo for lo, hi in ranges)
-    if count <= NAMED_NODES:
-        return {"nodeCount": count, "nodes": [names[i] for i in to_nodes(ranges)]}
-    out = {"nodeCount": count, "ranges": [{"first": names[lo], "last": names[hi - 1], "count": hi - lo}
-                                          for lo, hi in ranges[:NAMED_RANGES]]}
-    if len(ranges) > NAMED_RANGES:
-        out["rangesOmitted"] = len(ranges) - NAMED_RANGES
-    return out
+def _size(ranges: list) -> int:
+    return sum(hi - lo for lo, hi in ranges)
 
 
-def named_history(answer: dict, names: dict[int, str]) -> tuple[list[dict], list[dict]]:
-    """The planner's round history and release groups in the report's shape (see docs/outputs.md)."""
-    history = [{"round": h["round"], "tests": h["tests"], "failed": h.get("failed"), "testSizes": h["testSizes"],
-                "cleared": _named_set(h.get("cleared") or [], names),
-                "doubted": sum(hi - lo for lo, hi in h.get("doubted") or []),
-                "clearedNodesReused": sum(hi - lo for lo, hi in h.get("reused") or []),
-                "endedAfterSec": h.get("endedAfterSec")}
-               for h in answer.get("history") or []]
-    releases = [{"releasedAtRound": g["round"], "releasedAfterSec": g.get("releasedAfterSec"),
-                 **_named_set(g["nodes"], names)} for g in answer.get("releases") or []]
-    return history, releases
+def compact_history(answer: dict, names: dict[int, str]) -> dict:
+    """The round history and release groups for the verdict, compact (it is stored at every level of the
+    recursion): index ranges (at most NAMED_RANGES a set, with the exact count `n`) and the names of just the
+    indices the report shows. The judge expands it (judge.py `_round_history`, fields in docs/outputs.md)."""
+    rounds = []
+    for h in answer.get("history") or []:
+        entry = {"r": h["round"], "t": h["tests"], "f": h.get("failed"),
+                 "s": [[x["nodes"], x["tests"]] for x in h["testSizes"]],
+                 "c": (h.get("cleared") or [])[:NAMED_RANGES], "n": _size(h.get("cleared") or [])}
+        for key, field in (("u", "reused"), ("x", "doubted")):  # counts, left out when 0
+            if h.get(field):
+                entry[key] = _size(h[field])
+        if h.get("endedAfterSec") is not None:
+            entry["e"] = h["endedAfterSec"]
+        rounds.append(entry)
+    released = [{"r": g["round"], **({"e": g["releasedAfterSec"]} if g.get("releasedAfterSec") is not None else {}),
+                 "s": g["nodes"][:NAMED_RANGES], "n": _size(g["nodes"])} for g in answer.get("releases") or []]
+    shown = sorted(i for i in {i for x in rounds for i in _set_indices(x["c"])}
+                   | {i for x in released for i in _set_indices(x["s"])} if i in names)
+    # names share a prefix (gpu-node-0001 …): sent once, then each name's rest
+    prefix = os.path.commonprefix([names[i] for i in shown]) if shown else ""
+    return {"rounds": rounds, "released": released,
+            "names": {"p": prefix, "i": shown, "s": [names[i][len(prefix):] for i in shown]}}
 
 
 def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
@@ -114,13 +118,12 @@ def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
     suspects = list(answer.get("suspects") or [])
     faults = list(answer.get("infrastructureFaults") or [])
     unresolved = list(answer.get("unresolved") or [])
-    sets = [h.get("cleared") or [] for h in answer.get("history") or []]
-    sets += [g["nodes"] for g in answer.get("releases") or []]
+    sets = [(h.get("cleared") or [])[:NAMED_RANGES] for h in answer.get("history") or []]
+    sets += [g["nodes"][:NAMED_RANGES] for g in answer.get("releases") or []]
     indices = sorted({s["node"] for s in suspects} | {i for f in faults for i in _flat(f.get("between"))}
                      | {i for group in unresolved for i in group[:UNRESOLVED_NAMES]}
                      | {i for rs in sets for i in _set_indices(rs)})
     names = dict(zip(indices, resolve(indices, setup, cluster.list_nodes()))) if indices else {}
-    history, releases = named_history(answer, names)
 
     def named(value: Any) -> Any:  # `between` is [a, b] or [[side a], [side b]]
         return [named(v) for v in value] if isinstance(value, list) else names[value]
@@ -134,8 +137,7 @@ def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
                        for group in unresolved],
         "stats": answer.get("stats") or {},
         "nodeCount": setup["config"].get("nodeCount"),
-        "roundHistory": history,
-        "releases": releases,
+        "history": compact_history(answer, names),
     }
 
 
@@ -178,4 +180,4 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     return 0
 
 
-__all__ = ["compact_results", "job_ledger", "measured", "named_history", "plan_step", "with_missing"]
+__all__ = ["compact_history", "compact_results", "job_ledger", "measured", "plan_step", "with_missing"]
