@@ -398,23 +398,23 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
     return entry, blame
 
 
-HISTORY_NAMED = 16  # a node set up to this size is listed by name (the plan step sends every one of its names)
-
-
 def _named_set(ranges: Any, count: Any, names: dict[int, str]) -> dict:
-    """A node set of the round history: `{nodeCount, nodes}` when small, else `{nodeCount, ranges: [{first, last,
-    count}]}` (index order is name order among the eligible nodes; `rangesOmitted` when the plan step kept only
-    the first ranges). A name the plan step did not send reads `index <i>`, never a guess."""
-    spans = [(int(lo), int(hi)) for lo, hi in ranges or [] if isinstance(lo, int) and isinstance(hi, int) and hi > lo]
+    """A node set of the round history: `{nodeCount, nodes}` when the plan step sent every name, else `{nodeCount,
+    ranges: [{first, last, count}]}` (index order is name order among the eligible nodes) for the ranges it sent,
+    `rangesOmitted` when those do not cover the count, or just `{nodeCount}` (a large set cleared in a round
+    travels as its count: plan_step.compact_history). A name it did not send reads `index <i>`, never a guess."""
+    spans = [(lo, hi) for lo, hi in ranges or [] if isinstance(lo, int) and isinstance(hi, int) and hi > lo]
     kept = sum(hi - lo for lo, hi in spans)
     total = count if isinstance(count, int) else kept
+    members = [i for lo, hi in spans for i in range(lo, hi)] if kept <= 64 else []
+    if kept == total and all(i in names for i in members) and len(members) == kept:
+        return {"nodeCount": total, "nodes": [names[i] for i in members]}
     name = lambda i: names.get(i, f"index {i}")  # noqa: E731
-    if total <= HISTORY_NAMED and kept == total:
-        return {"nodeCount": total, "nodes": [name(i) for lo, hi in spans for i in range(lo, hi)]}
-    out: dict[str, Any] = {"nodeCount": total,
-                           "ranges": [{"first": name(lo), "last": name(hi - 1), "count": hi - lo} for lo, hi in spans]}
-    if kept < total:
-        out["rangesOmitted"] = True
+    out: dict[str, Any] = {"nodeCount": total}
+    if spans:
+        out["ranges"] = [{"first": name(lo), "last": name(hi - 1), "count": hi - lo} for lo, hi in spans]
+        if kept < total:
+            out["rangesOmitted"] = True
     return out
 
 
@@ -424,14 +424,12 @@ def _round_history(history: dict, node_count: Any) -> dict:
     table = history.get("names") if isinstance(history.get("names"), dict) else {}
     names = {i: f"{table.get('p') or ''}{rest}" for i, rest in zip(table.get("i") or [], table.get("s") or [])
              if isinstance(i, int)}
-    rounds = [{"round": h.get("r"), "tests": h.get("t"), "failed": h.get("f"),
-               "testSizes": [{"nodes": k, "tests": v} for k, v in h.get("s") or []],
-               "cleared": _named_set(h.get("c"), h.get("n"), names), "doubted": h.get("x") or 0,
-               "clearedNodesReused": h.get("u") or 0, "endedAfterSec": h.get("e")}
-              for h in history.get("rounds") or [] if isinstance(h, dict)]
-    released = [{"releasedAtRound": g.get("r"), "releasedAfterSec": g.get("e"),
-                 **_named_set(g.get("s"), g.get("n"), names)}
-                for g in history.get("released") or [] if isinstance(g, dict)]
+    rounds = [{"round": h[0], "tests": h[1], "failed": h[2], "testSizes": [{"nodes": k, "tests": v} for k, v in h[3]],
+               "cleared": _named_set(h[4], h[5], names), "clearedNodesReused": h[6], "doubted": h[7],
+               "endedAfterSec": h[8]}
+              for h in history.get("rounds") or [] if isinstance(h, list) and len(h) == 9]
+    released = [{"releasedAtRound": g[0], "releasedAfterSec": g[1], **_named_set(g[2], g[3], names)}
+                for g in history.get("released") or [] if isinstance(g, list) and len(g) == 4]
     out: dict[str, Any] = {"roundHistory": rounds, "releases": released}
     if isinstance(node_count, int):
         # every node in no release group is held: accused, on a fault, unresolved or never cleared

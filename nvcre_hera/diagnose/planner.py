@@ -121,7 +121,7 @@ def _releases(ctx: Ctx) -> list[dict]:
     held = {a["node"] for a in st["acc"]}
     held |= {x for f in st["infra"] for side in f["between"] for x in (side if isinstance(side, list) else [side])}
     held |= {x for u in st["unres"] for x in ns.to_nodes(u)}
-    return [{"round": g["r"], "releasedAfterSec": g.get("e"), "nodes": g["s"]}
+    return [{"round": g["r"], "releasedAfterSec": g["e"], "nodes": g["s"]}
             for g in history.releases(st, ctx.ok, sorted(held))]
 
 

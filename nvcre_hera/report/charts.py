@@ -200,10 +200,12 @@ def diagnose_timeline(d: dict) -> str:
            f'width="{WIDTH}" height="{height}" role="img" aria-label="Diagnose rounds">',
            f'<text class="t" x="{LEFT}" y="16">Diagnose: {rounds} round{"s" if rounds != 1 else ""}, '
            f'{e(d.get("jobs") or 0)} jobs, {e(number(d.get("nodeMinutes")))} node-minutes</text>']
+    every = max(1, math.ceil(24 / step))  # narrow columns: label every few rounds (and the last), lines for all
     for r in range(1, rounds + 1):
         x = col(r)
-        out.append(f'<text class="xl" x="{x:.0f}" y="{top - 6}">r{r}</text>'
-                   f'<line class="rd" x1="{x:.0f}" x2="{x:.0f}" y1="{top}" y2="{top + row_h * lanes}"/>')
+        label = f'<text class="xl" x="{x:.0f}" y="{top - 6}">r{r}</text>' if (r - 1) % every == 0 or r == rounds \
+            and (r - 1) % every >= every / 2 else ""
+        out.append(f'{label}<line class="rd" x1="{x:.0f}" x2="{x:.0f}" y1="{top}" y2="{top + row_h * lanes}"/>')
     bar_w = max(2.0, min(step * 0.3, 18.0))
     for i, (label, kind, cells) in enumerate(history):
         y0 = top + i * row_h

@@ -17,8 +17,9 @@ from nvcre_hera.steps.io import Outputs, flatten_runs
 
 
 UNRESOLVED_NAMES = 64
-NAMED_NODES = 16  # a node set of the round history up to this size is named node by node, a larger one by ranges
-NAMED_RANGES = 32  # ranges kept per node set (its count stays exact): the verdict travels up every level
+NAMED_NODES = 16  # a node set of the round history up to this size is named node by node
+NAMED_RANGES = 16  # ranges kept per node set (its count stays exact): the verdict travels up every level
+NAMES_MAX = 64  # names the history sends in all: release groups first, then the small sets cleared per round
 
 
 def compact_results(aggregated: Any) -> list[dict]:
@@ -77,11 +78,24 @@ def _flat(value: Any) -> list[int]:
     return [value] if isinstance(value, int) else []
 
 
-def _set_indices(ranges: list) -> list[int]:
-    """The indices a node set of the history is named by: every node of a small set, else each kept range's ends."""
+def _release_indices(ranges: list) -> list[int]:
+    """The indices a release group is named by: every node of a small group, else each kept range's ends."""
     if sum(hi - lo for lo, hi in ranges) <= NAMED_NODES:
         return to_nodes(ranges)
     return [i for lo, hi in ranges[:NAMED_RANGES] for i in (lo, hi - 1)]
+
+
+def _history_indices(answer: dict) -> list[int]:
+    """The indices the history names, at most NAMES_MAX: the release groups' (the nodes to hand back), then every
+    node of each small set cleared per round, round by round, while they fit (a larger set keeps index ranges)."""
+    shown: set[int] = set()
+    for g in answer.get("releases") or []:
+        shown |= set(_release_indices(g["nodes"]))
+    for h in answer.get("history") or []:
+        cleared = h.get("cleared") or []
+        if 0 < _size(cleared) <= NAMED_NODES and len(shown | set(to_nodes(cleared))) <= NAMES_MAX:
+            shown |= set(to_nodes(cleared))
+    return sorted(shown)
 
 
 def _size(ranges: list) -> int:
@@ -90,23 +104,19 @@ def _size(ranges: list) -> int:
 
 def compact_history(answer: dict, names: dict[int, str]) -> dict:
     """The round history and release groups for the verdict, compact (it is stored at every level of the
-    recursion): index ranges (at most NAMED_RANGES a set, with the exact count `n`) and the names of just the
-    indices the report shows. The judge expands it (judge.py `_round_history`, fields in docs/outputs.md)."""
-    rounds = []
-    for h in answer.get("history") or []:
-        entry = {"r": h["round"], "t": h["tests"], "f": h.get("failed"),
-                 "s": [[x["nodes"], x["tests"]] for x in h["testSizes"]],
-                 "c": (h.get("cleared") or [])[:NAMED_RANGES], "n": _size(h.get("cleared") or [])}
-        for key, field in (("u", "reused"), ("x", "doubted")):  # counts, left out when 0
-            if h.get(field):
-                entry[key] = _size(h[field])
-        if h.get("endedAfterSec") is not None:
-            entry["e"] = h["endedAfterSec"]
-        rounds.append(entry)
-    released = [{"r": g["round"], **({"e": g["releasedAfterSec"]} if g.get("releasedAfterSec") is not None else {}),
-                 "s": g["nodes"][:NAMED_RANGES], "n": _size(g["nodes"])} for g in answer.get("releases") or []]
-    shown = sorted(i for i in {i for x in rounds for i in _set_indices(x["c"])}
-                   | {i for x in released for i in _set_indices(x["s"])} if i in names)
+    recursion), by position: `rounds` ``[round, tests, failed, [[nodes per test, tests]...], cleared ranges (only
+    when small enough to be named, else []), cleared count, reused count, doubted count, ended]``, `released`
+    ``[round, ended, ranges (at most NAMED_RANGES), count]`` (counts exact), and the names of just the indices the
+    report shows (`_history_indices`), their common prefix once. The judge expands it (judge.py `_round_history`, fields in docs/outputs.md)."""
+    named = set(_history_indices(answer))
+    # a set cleared in a round travels as ranges only when it is named; else its count says it (the state has it)
+    rounds = [[h["round"], h["tests"], h.get("failed"), [[x["nodes"], x["tests"]] for x in h["testSizes"]],
+               h.get("cleared") if set(to_nodes(h.get("cleared") or [])) <= named else [],
+               _size(h.get("cleared") or []), _size(h.get("reused") or []), _size(h.get("doubted") or []),
+               h.get("endedAfterSec")] for h in answer.get("history") or []]
+    released = [[g["round"], g.get("releasedAfterSec"), g["nodes"][:NAMED_RANGES], _size(g["nodes"])]
+                for g in answer.get("releases") or []]
+    shown = [i for i in sorted(named) if i in names]
     # names share a prefix (gpu-node-0001 …): sent once, then each name's rest
     prefix = os.path.commonprefix([names[i] for i in shown]) if shown else ""
     return {"rounds": rounds, "released": released,
@@ -118,11 +128,9 @@ def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
     suspects = list(answer.get("suspects") or [])
     faults = list(answer.get("infrastructureFaults") or [])
     unresolved = list(answer.get("unresolved") or [])
-    sets = [(h.get("cleared") or [])[:NAMED_RANGES] for h in answer.get("history") or []]
-    sets += [g["nodes"][:NAMED_RANGES] for g in answer.get("releases") or []]
     indices = sorted({s["node"] for s in suspects} | {i for f in faults for i in _flat(f.get("between"))}
                      | {i for group in unresolved for i in group[:UNRESOLVED_NAMES]}
-                     | {i for rs in sets for i in _set_indices(rs)})
+                     | set(_history_indices(answer)))
     names = dict(zip(indices, resolve(indices, setup, cluster.list_nodes()))) if indices else {}
 
     def named(value: Any) -> Any:  # `between` is [a, b] or [[side a], [side b]]
