@@ -420,7 +420,7 @@ def _named_set(ranges: Any, count: Any, names: dict[int, str]) -> dict:
 
 def _round_history(history: dict, node_count: Any) -> dict:
     """The plan step's compact round history (plan_step.compact_history) as the report's `roundHistory`, `releases`
-    and `nodesNotReleased` (docs/outputs.md)."""
+    and `nodesNotReleased` (docs/internals.md)."""
     table = history.get("names") if isinstance(history.get("names"), dict) else {}
     names = {i: f"{table.get('p') or ''}{rest}" for i, rest in zip(table.get("i") or [], table.get("s") or [])
              if isinstance(i, int)}

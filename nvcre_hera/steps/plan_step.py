@@ -107,7 +107,8 @@ def compact_history(answer: dict, names: dict[int, str]) -> dict:
     recursion), by position: `rounds` ``[round, tests, failed, [[nodes per test, tests]...], cleared ranges (only
     when small enough to be named, else []), cleared count, reused count, doubted count, ended]``, `released`
     ``[round, ended, ranges (at most NAMED_RANGES), count]`` (counts exact), and the names of just the indices the
-    report shows (`_history_indices`), their common prefix once. The judge expands it (judge.py `_round_history`, fields in docs/outputs.md)."""
+    report shows (`_history_indices`), their common prefix once. The judge expands it (judge.py `_round_history`;
+    fields in docs/internals.md)."""
     named = set(_history_indices(answer))
     # a set cleared in a round travels as ranges only when it is named; else its count says it (the state has it)
     rounds = [[h["round"], h["tests"], h.get("failed"), [[x["nodes"], x["tests"]] for x in h["testSizes"]],
@@ -167,7 +168,8 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     missing = sum(1 for r in results if r.get("missing"))
     if missing:
         log(f"plan: {missing} test(s) of the last round sent no result: counted as failed")
-    answer = plan(carried.get("planner"), results, setup["config"], now=_reading(clock or getattr(cluster, "now", None)))
+    now = _reading(clock or getattr(cluster, "now", None))
+    answer = plan(carried.get("planner"), results, setup["config"], now=now)
     tests = answer["tests"]
     out.write("state", {"planner": answer["state"], "jobs": ledger, "measured": seen,
                         "issued": [t["id"] for t in tests]})
