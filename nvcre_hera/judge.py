@@ -431,7 +431,7 @@ def _round_history(history: dict, node_count: Any) -> dict:
     released = [{"releasedAtRound": g[0], "releasedAfterSec": g[1], **_named_set(g[2], g[3], names)}
                 for g in history.get("released") or [] if isinstance(g, list) and len(g) == 4]
     out: dict[str, Any] = {"roundHistory": rounds, "releases": released}
-    if isinstance(node_count, int):
+    if isinstance(node_count, int) and rounds:  # no round ran (nothing to localize): nothing was held either
         # every node in no release group is held: accused, on a fault, unresolved or never cleared
         out["nodesNotReleased"] = node_count - sum(g["nodeCount"] for g in released)
     return out

@@ -145,6 +145,11 @@ def test_the_judge_names_small_sets_and_range_ends_and_never_guesses() -> None:
     assert partial["releases"][0]["ranges"][0] == {"first": "n-00", "last": "index 7", "count": 8}
 
 
+def test_a_search_that_ran_no_round_holds_no_node() -> None:
+    out = _round_history({"rounds": [], "released": [], "names": {"p": "", "i": [], "s": []}}, 16)
+    assert out == {"roundHistory": [], "releases": []}
+
+
 def test_a_verdict_without_history_gets_no_history_fields() -> None:
     from nvcre_hera.judge import judge
 
