@@ -203,8 +203,8 @@ def diagnose_timeline(d: dict) -> str:
     every = max(1, math.ceil(24 / step))  # narrow columns: label every few rounds (and the last), lines for all
     for r in range(1, rounds + 1):
         x = col(r)
-        label = f'<text class="xl" x="{x:.0f}" y="{top - 6}">r{r}</text>' if (r - 1) % every == 0 or r == rounds \
-            and (r - 1) % every >= every / 2 else ""
+        shown = (r - 1) % every == 0 or (r == rounds and (r - 1) % every >= every / 2)  # the last, if not crowded
+        label = f'<text class="xl" x="{x:.0f}" y="{top - 6}">r{r}</text>' if shown else ""
         out.append(f'{label}<line class="rd" x1="{x:.0f}" x2="{x:.0f}" y1="{top}" y2="{top + row_h * lanes}"/>')
     bar_w = max(2.0, min(step * 0.3, 18.0))
     for i, (label, kind, cells) in enumerate(history):
