@@ -39,7 +39,8 @@ def _scale(nodes: int = 4096, faults: int = 2, seed: int = 0) -> dict:
             break
         state = out["state"]
         results = [{"id": t["id"], **oracle.measure(t["nodes"], rng)} for t in out["tests"]]
-    return {"plannerSeconds": round(spent, 3), "maxStateBytes": biggest, "storedBytes": stored,
+    history = len(json.dumps(out["state"].get("h") or [], separators=(",", ":")))  # the round history's share
+    return {"plannerSeconds": round(spent, 3), "maxStateBytes": biggest, "storedBytes": stored, "historyBytes": history,
             "found": {s["node"] for s in out["suspects"]} == oracle.bad_nodes(), **out["stats"]}
 
 
@@ -85,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     sc = _scale()
     report["scale4096"] = sc
     check("N=4096: state and test parameters <= 256 KiB", sc["storedBytes"] <= 256 * 1024,
-          f"stored {sc['storedBytes']} B, max state {sc['maxStateBytes']} B, planner {sc['plannerSeconds']} s")
+          f"stored {sc['storedBytes']} B, max state {sc['maxStateBytes']} B (round history {sc['historyBytes']} B), "
+          f"planner {sc['plannerSeconds']} s")
     if a.json:
         print(json.dumps({"report": report, "checks": [{"target": n, "pass": ok, "value": d}
                                                        for n, ok, d in checks]}, indent=2, default=sorted))

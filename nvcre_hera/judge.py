@@ -414,6 +414,45 @@ def _shared_threshold_hint(entry: dict, category: dict) -> None:
                          f"architectures\")")
 
 
+def _named_set(ranges: Any, count: Any, names: dict[int, str]) -> dict:
+    """A node set of the round history: `{nodeCount, nodes}` when the plan step sent every name, else `{nodeCount,
+    ranges: [{first, last, count}]}` (index order is name order among the eligible nodes) for the ranges it sent,
+    `rangesOmitted` when those do not cover the count, or just `{nodeCount}` (a large set cleared in a round
+    travels as its count: plan_step.compact_history). A name it did not send reads `index <i>`, never a guess."""
+    spans = [(lo, hi) for lo, hi in ranges or [] if isinstance(lo, int) and isinstance(hi, int) and hi > lo]
+    kept = sum(hi - lo for lo, hi in spans)
+    total = count if isinstance(count, int) else kept
+    members = [i for lo, hi in spans for i in range(lo, hi)] if kept <= 64 else []
+    if kept == total and all(i in names for i in members) and len(members) == kept:
+        return {"nodeCount": total, "nodes": [names[i] for i in members]}
+    name = lambda i: names.get(i, f"index {i}")  # noqa: E731
+    out: dict[str, Any] = {"nodeCount": total}
+    if spans:
+        out["ranges"] = [{"first": name(lo), "last": name(hi - 1), "count": hi - lo} for lo, hi in spans]
+        if kept < total:
+            out["rangesOmitted"] = True
+    return out
+
+
+def _round_history(history: dict, node_count: Any) -> dict:
+    """The plan step's compact round history (plan_step.compact_history) as the report's `roundHistory`, `releases`
+    and `nodesNotReleased` (docs/internals.md)."""
+    table = history.get("names") if isinstance(history.get("names"), dict) else {}
+    names = {i: f"{table.get('p') or ''}{rest}" for i, rest in zip(table.get("i") or [], table.get("s") or [])
+             if isinstance(i, int)}
+    rounds = [{"round": h[0], "tests": h[1], "failed": h[2], "testSizes": [{"nodes": k, "tests": v} for k, v in h[3]],
+               "cleared": _named_set(h[4], h[5], names), "clearedNodesReused": h[6], "doubted": h[7],
+               "endedAfterSec": h[8]}
+              for h in history.get("rounds") or [] if isinstance(h, list) and len(h) == 9]
+    released = [{"releasedAtRound": g[0], "releasedAfterSec": g[1], **_named_set(g[2], g[3], names)}
+                for g in history.get("released") or [] if isinstance(g, list) and len(g) == 4]
+    out: dict[str, Any] = {"roundHistory": rounds, "releases": released}
+    if isinstance(node_count, int) and rounds:  # no round ran (nothing to localize): nothing was held either
+        # every node in no release group is held: accused, on a fault, unresolved or never cleared
+        out["nodesNotReleased"] = node_count - sum(g["nodeCount"] for g in released)
+    return out
+
+
 def _add_diagnose(entry: dict, verdict: dict) -> None:
     """Diagnose's verdict: suspects are blamed through their groups; an infrastructure fault (a link or switch
     between nodes that pass on their own) fails the category without blaming either node."""
@@ -428,6 +467,8 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
                          # the planner's pass line (from the busBandwidthGBps threshold) and repeats per test
                          "passLineGBps": verdict.get("floor"),
                          "repeatsPerTest": (verdict.get("measured") or {}).get("repeats")}
+    if isinstance(verdict.get("history"), dict):  # absent in a verdict from before the history was kept
+        entry["diagnose"].update(_round_history(verdict["history"], verdict.get("nodeCount")))
     entry["jobs"] = stats.get("jobs", entry["jobs"])
     if isinstance((verdict.get("measured") or {}).get("runs"), int):  # the thresholds judged every job that ran
         entry["runsMeasured"] = verdict["measured"]["runs"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nvcre_hera.diagnose import adaptive, halving, intermittent
+from nvcre_hera.diagnose import adaptive, halving, history, intermittent
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import confidence
 from nvcre_hera.diagnose.items import refresh_accused
@@ -23,11 +23,12 @@ STRATEGIES = ("adaptive", "halving")
 FULL_ID = "full"
 
 
-def plan(state: dict | None, results: Sequence[dict], config: dict) -> dict:
+def plan(state: dict | None, results: Sequence[dict], config: dict, now: float | None = None) -> dict:
     """Decide the next round of tests from everything measured so far, or finish with suspects.
 
     `state` is None on the first call, then exactly the `state` returned last time (compact JSON).
     `results` answer the previous call's tests: {"id", "busBandwidthGBps": float|None, "status": "ok"|"failed"}.
+    `now` (seconds on some clock, optional) only dates the round history; no decision reads it.
     """
     strategy = (config.get("strategy") or "adaptive").lower()
     if strategy not in STRATEGIES:
@@ -36,11 +37,14 @@ def plan(state: dict | None, results: Sequence[dict], config: dict) -> dict:
     state = new_state({**config, "strategy": strategy}) if first else _copy(state)
     ctx = Ctx(state, config, [] if first else results)
     if first:
+        history.start(state, now)
         if not _init(ctx, strategy, results, config):
             return _answer(ctx, [])
     elif not state.get("done"):
         ctx.learn()
+        cleared_before = bytearray(ctx.ok)
         (adaptive if state["st"] == "adaptive" else halving).absorb(ctx)
+        history.close_round(ctx, cleared_before, now)
     return _next(ctx)
 
 
@@ -77,6 +81,7 @@ def _next(ctx: Ctx) -> dict:
     if st["round"] < int(ctx.config.get("maxRounds") or 48):
         mod.schedule(ctx, rnd)
     tests = rnd.commit()
+    history.open_round(ctx, tests)
     if not tests:
         for w in st["work"]:  # what is left undecided stays on the report, a halving confirmation ("x") too
             if w.get("s"):
@@ -104,7 +109,20 @@ def _answer(ctx: Ctx, tests: list[dict]) -> dict:
         "infrastructureFaults": [{"between": f["between"], "evidence": f["evidence"]} for f in st["infra"]],
         "unresolved": [ns.to_nodes(u) for u in st["unres"]],
         "stats": {"jobs": st["jobs"], "rounds": st["round"], "nodeMinutes": round(st["nm"], 1)},
+        "history": history.summary(st),
+        "releases": _releases(ctx) if done else [],
     }
+
+
+def _releases(ctx: Ctx) -> list[dict]:
+    """When each cleared node could be handed back; nodes tied to an accusation, an infrastructure fault or an
+    unresolved group are held (fail closed: an unexplained failure vouches for none of its nodes)."""
+    st = ctx.state
+    held = {a["node"] for a in st["acc"]}
+    held |= {x for f in st["infra"] for side in f["between"] for x in (side if isinstance(side, list) else [side])}
+    held |= {x for u in st["unres"] for x in ns.to_nodes(u)}
+    return [{"round": g["r"], "releasedAfterSec": g["e"], "nodes": g["s"]}
+            for g in history.releases(st, ctx.ok, sorted(held))]
 
 
 def _below_floor(ctx: Ctx) -> None:

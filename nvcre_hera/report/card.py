@@ -157,6 +157,30 @@ def describe_evidence(evidence: Any) -> str:
     return str(evidence) if evidence else "slower than its peers"
 
 
+def round_lines(d: dict) -> list[str]:
+    """One line per diagnose round from `roundHistory` and `releases`: tests run and failed, nodes cleared and
+    released in it, and when it ended (seconds from the first plan step, when the plan step had a clock)."""
+    released: dict[int, int] = {}
+    for g in d.get("releases") or []:
+        if isinstance(g, dict) and isinstance(g.get("releasedAtRound"), int):
+            released[g["releasedAtRound"]] = released.get(g["releasedAtRound"], 0) + int(g.get("nodeCount") or 0)
+    lines = []
+    for h in d.get("roundHistory") or []:
+        if not isinstance(h, dict):
+            continue
+        t, f = int(h.get("tests") or 0), h.get("failed")
+        cleared = int((h.get("cleared") or {}).get("nodeCount") or 0)
+        doubted = f", {h['doubted']} back in doubt" if h.get("doubted") else ""
+        ended = f" (ended at {duration(h['endedAfterSec'])})" if h.get("endedAfterSec") is not None else ""
+        lines.append(f"round {h.get('round')}: {t} test{'s' if t != 1 else ''}, "
+                     f"{'?' if f is None else f} failed, {cleared} node{'s' if cleared != 1 else ''} cleared"
+                     f"{doubted}, {released.get(h.get('round'), 0)} released{ended}")
+    if lines and d.get("nodesNotReleased") is not None:
+        lines.append(f"not released: {d['nodesNotReleased']} node{'s' if d['nodesNotReleased'] != 1 else ''} "
+                     f"(accused, on a fault, unresolved or never cleared)")
+    return lines
+
+
 def _diagnose_lines(d: dict) -> list[str]:
     lines = [f"Diagnose:   {d.get('nodeCount') or '?'} nodes, {d.get('jobs') or 0} jobs in {d.get('rounds') or 0} "
              f"rounds, {number(d.get('nodeMinutes'))} node-minutes"]
@@ -178,6 +202,7 @@ def _diagnose_lines(d: dict) -> list[str]:
         lines.append(f"  unresolved: {group.get('nodeCount')} nodes failed together, no single node or link explains it")
     if not d.get("suspects") and not d.get("infrastructureFaults") and not d.get("unresolved"):
         lines.append("  no suspects: every node passed")
+    lines.extend(f"  {clean(line)}" for line in round_lines(d))
     return lines
 
 
@@ -314,4 +339,4 @@ def render_card(report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["NO_THRESHOLDS", "clean", "duration", "human_size", "number", "render_card", "threshold_line"]
+__all__ = ["NO_THRESHOLDS", "clean", "duration", "human_size", "number", "render_card", "round_lines", "threshold_line"]

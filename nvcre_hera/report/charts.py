@@ -4,7 +4,8 @@
   category's mean (`bandwidth`), the threshold's bound as a rule (threshold_bounds.py reads it from the CEL);
 - each node's best measurement of the category's primary metric (the first threshold metric, else busbw, else the
   first metric measured), against the threshold and the fleet median;
-- for diagnose, its rounds: the round each suspect's evidence came from (test ids are `r<round>-t<n>`).
+- for diagnose, its rounds: tests run, failed and nodes released per round (`roundHistory`, `releases`), and the
+  round each suspect's evidence came from (test ids are `r<round>-t<n>`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import statistics
 from typing import Any
 
 from nvcre_hera.judge import lower_is_better
-from nvcre_hera.report.card import clean, describe_evidence, number
+from nvcre_hera.report.card import clean, describe_evidence, duration, number
+from nvcre_hera.report.words import plural
 from nvcre_hera.report.svg import LEFT, RIGHT, WIDTH, Curve, NodeValue, Rule, bandwidth_chart, empty_chart, \
     node_chart
 
@@ -135,10 +137,41 @@ def category_charts(c: dict) -> list[str]:
     return out
 
 
+def _history_rows(d: dict, rounds: int) -> list[tuple[str, str, list[tuple[int, float, str, str]]]]:
+    """The round history as chart rows (label, css class, [(round, bar share, text, tooltip)]): tests run, tests
+    failed, and the nodes released so far (cumulative, from the release groups). Empty without a history."""
+    hist = [h for h in d.get("roundHistory") or [] if isinstance(h, dict) and isinstance(h.get("round"), int)]
+    if not hist:
+        return []
+    top = max((int(h.get("tests") or 0) for h in hist), default=0) or 1
+    ran, failed = [], []
+    for h in hist:
+        r, t, f = h["round"], int(h.get("tests") or 0), h.get("failed")
+        sizes = ", ".join(f"{x.get('tests')} × {plural(x.get('nodes'), 'node')}" for x in h.get("testSizes") or [])
+        cleared = int((h.get("cleared") or {}).get("nodeCount") or 0)
+        ended = f", ended {duration(h['endedAfterSec'])} into the diagnose" if _num(h.get("endedAfterSec")) else ""
+        ran.append((r, t / top, str(t), f"round {r}: {plural(t, 'test')} ({sizes}), {plural(cleared, 'node')} "
+                                         f"cleared{ended}"))
+        if isinstance(f, int):
+            failed.append((r, f / top, str(f), f"round {r}: {f} of {plural(t, 'test')} failed"))
+    total = int(d.get("nodeCount") or 0)
+    by_round: dict[int, int] = {}
+    for g in d.get("releases") or []:
+        if isinstance(g, dict) and isinstance(g.get("releasedAtRound"), int):
+            by_round[g["releasedAtRound"]] = by_round.get(g["releasedAtRound"], 0) + int(g.get("nodeCount") or 0)
+    released, so_far = [], 0
+    for r in range(1, rounds + 1):
+        so_far += by_round.get(r, 0)
+        share = so_far / total if total else 0.0
+        released.append((r, share, str(so_far), f"after round {r}: {plural(so_far, 'node')} released"
+                                                 f"{f' of {total}' if total else ''}"))
+    return [("tests run", "hr", ran), ("tests failed", "hf", failed), ("nodes released (total)", "hc", released)]
+
+
 def diagnose_timeline(d: dict) -> str:
-    """Rounds 1..R across, one row per suspect, infrastructure fault and unresolved group; a red mark at each round
-    whose test is evidence against it. The report keeps no per-round list of the groups that ran and passed: the
-    chart says so rather than drawing what it does not know."""
+    """Rounds 1..R across. First the round history (tests run, tests failed, nodes released so far: a bar each,
+    its number when the column is wide enough), then one row per suspect, infrastructure fault and unresolved group
+    with a red mark at each round whose test is evidence against it."""
     e = lambda v: html.escape(clean(v), quote=True)  # noqa: E731
     rounds = int(d.get("rounds") or 0)
     rows: list[tuple[str, list[tuple[int, str]]]] = []
@@ -156,27 +189,46 @@ def diagnose_timeline(d: dict) -> str:
         rows.append((f"unresolved ({u.get('nodeCount')} nodes)", []))
     if not rows:
         rows.append(("no suspects: every node passed", []))
+    history = _history_rows(d, rounds)
     label_w, top, row_h = 190, 40, 22
-    height = top + row_h * len(rows) + 36
+    lanes = len(history) + len(rows)
+    height = top + row_h * lanes + 36
     span = WIDTH - RIGHT - (LEFT + label_w)
     step = span / max(1, rounds)
+    col = lambda r: LEFT + label_w + (min(r, max(rounds, 1)) - 0.5) * step  # noqa: E731
     out = [f'<svg class="chart diag" viewBox="0 0 {WIDTH} {height}" '
            f'width="{WIDTH}" height="{height}" role="img" aria-label="Diagnose rounds">',
            f'<text class="t" x="{LEFT}" y="16">Diagnose: {rounds} round{"s" if rounds != 1 else ""}, '
            f'{e(d.get("jobs") or 0)} jobs, {e(number(d.get("nodeMinutes")))} node-minutes</text>']
+    every = max(1, math.ceil(24 / step))  # narrow columns: label every few rounds (and the last), lines for all
     for r in range(1, rounds + 1):
-        x = LEFT + label_w + (r - 0.5) * step
-        out.append(f'<text class="xl" x="{x:.0f}" y="{top - 6}">r{r}</text>'
-                   f'<line class="rd" x1="{x:.0f}" x2="{x:.0f}" y1="{top}" y2="{top + row_h * len(rows)}"/>')
+        x = col(r)
+        shown = (r - 1) % every == 0 or (r == rounds and (r - 1) % every >= every / 2)  # the last, if not crowded
+        label = f'<text class="xl" x="{x:.0f}" y="{top - 6}">r{r}</text>' if shown else ""
+        out.append(f'{label}<line class="rd" x1="{x:.0f}" x2="{x:.0f}" y1="{top}" y2="{top + row_h * lanes}"/>')
+    bar_w = max(2.0, min(step * 0.3, 18.0))
+    for i, (label, kind, cells) in enumerate(history):
+        y0 = top + i * row_h
+        out.append(f'<text x="{LEFT + label_w - 6}" y="{y0 + row_h / 2 + 4:.0f}" text-anchor="end">{e(label)}</text>')
+        for r, share, text, why in cells:
+            if r < 1 or r > rounds:
+                continue
+            h = max(1.0, (row_h - 6) * min(1.0, share)) if share > 0 else 0.0
+            x0 = col(r) - step * 0.45
+            # the number beside its bar when the column has room; the tooltip always says it
+            out.append(f'<g class="{kind}" data-round="{r}" data-value="{e(text)}"><title>{e(why)}</title>'
+                       f'<rect x="{x0:.0f}" y="{y0 + row_h - 3 - h:.0f}" width="{bar_w:.0f}" height="{h:.0f}"/>'
+                       + (f'<text class="hv" x="{x0 + bar_w + 3:.0f}" y="{y0 + row_h / 2 + 4:.0f}">{e(text)}</text>'
+                          if step * 0.9 >= bar_w + 3 + 6 * len(text) else "") + "</g>")
     for i, (label, marks) in enumerate(rows):
-        y = top + i * row_h + row_h / 2
+        y = top + (len(history) + i) * row_h + row_h / 2
         out.append(f'<text x="{LEFT + label_w - 6}" y="{y + 4:.0f}" text-anchor="end">{e(label)}</text>'
                    f'<line class="g" x1="{LEFT + label_w}" x2="{WIDTH - RIGHT}" y1="{y:.0f}" y2="{y:.0f}"/>')
         for r, why in marks:
-            x = LEFT + label_w + (min(r, max(rounds, 1)) - 0.5) * step
-            out.append(f'<circle class="ev" cx="{x:.0f}" cy="{y:.0f}" r="6"><title>{e(why)}</title></circle>')
-    out.append(f'<text class="msg" x="{LEFT}" y="{height - 10}">red: the round of the test that is evidence '
-               f'against it (passing groups per round are not in the report)</text></svg>')
+            out.append(f'<circle class="ev" cx="{col(r):.0f}" cy="{y:.0f}" r="6"><title>{e(why)}</title></circle>')
+    note = ("bars: tests run, failed, nodes released so far; red: the round of evidence against it" if history else
+            "red: the round of the test that is evidence against it (no round history in this report)")
+    out.append(f'<text class="msg" x="{LEFT}" y="{height - 10}">{e(note)}</text></svg>')
     return "".join(out)
 
 

@@ -13,7 +13,7 @@ import html
 from typing import Any
 
 from nvcre_hera.judge import category_label
-from nvcre_hera.report.card import NO_THRESHOLDS, clean, describe_evidence, duration, human_size, number, \
+from nvcre_hera.report.card import NO_THRESHOLDS, clean, describe_evidence, duration, human_size, number, round_lines, \
     threshold_line
 from nvcre_hera.report.charts import category_charts
 from nvcre_hera.report.words import fixed, plural
@@ -38,6 +38,8 @@ font-weight:600}.chart .yl{text-anchor:end}.chart .xl{text-anchor:middle}.chart 
 .chart .h0{fill:#1a7f37}.chart .h1{fill:#4ac26b}.chart .h2{fill:#d4a72c}.chart .h3{fill:#e16f24}
 .chart .hf{fill:#cf222e}.chart .hn{fill:#ccc}.chart .band{fill:#0969da;fill-opacity:.12;stroke:none}
 .chart line.band{stroke:#0969da;stroke-opacity:.3;stroke-width:8}.chart .rd{stroke:#ccc}.chart .ev{fill:#cf222e}
+.chart .hr rect{fill:#8c959f}.chart .hf rect{fill:#cf222e}.chart .hc rect{fill:#2da44e}
+.chart .hv{font-size:10px}
 """
 
 
@@ -79,7 +81,10 @@ def _diagnose(d: dict) -> str:
                      f"or link explains it")
     if not d.get("suspects") and not d.get("infrastructureFaults") and not d.get("unresolved"):
         items.append("no suspects: every node passed")
-    return head + "<ul>" + "".join(f"<li>{_e(i)}</li>" for i in items) + "</ul>"
+    rounds = round_lines(d)
+    history = ("<details><summary>Rounds</summary><ul>" + "".join(f"<li>{_e(i)}</li>" for i in rounds)
+               + "</ul></details>") if rounds else ""
+    return head + "<ul>" + "".join(f"<li>{_e(i)}</li>" for i in items) + "</ul>" + history
 
 
 GROUP_ROWS = 64  # rows of the groups table; every failed group is listed, report.json holds them all

@@ -10,6 +10,7 @@ import argparse
 import json
 import signal
 import sys
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -107,7 +108,8 @@ def main(argv: list[str] | None = None, *, cluster: Cluster | None = None, outpu
     args = build_parser().parse_args(argv)
     out = outputs or Outputs(args.out)
     say = log or (lambda line: print(line, flush=True))
-    if cluster is None:  # in a pod (in process, the runner models how the pod ends)
+    in_pod = cluster is None
+    if in_pod:  # in a pod (in process, the runner models how the pod ends)
         _exit_on_sigterm()
     if cluster is None and (args.step != "judge" or args.nvsentinel_configmaps):
         from nvcre_hera.cluster.kube import KubeCluster
@@ -127,7 +129,8 @@ def main(argv: list[str] | None = None, *, cluster: Cluster | None = None, outpu
     if args.step == "plan":
         from nvcre_hera.steps.plan_step import plan_step
 
-        return plan_step(args.setup, args.state, args.results, cluster, out, say)
+        return plan_step(args.setup, args.state, args.results, cluster, out, say,
+                         clock=time.time if in_pod else None)
     if args.step == "judge":
         from nvcre_hera.steps.verdict import judge_step
 

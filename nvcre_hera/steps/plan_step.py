@@ -6,16 +6,20 @@ state, `next` (`[0]` to recurse, `[]` to stop) and, when done, the final verdict
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Callable
 
 from nvcre_hera.cluster.base import Cluster
-from nvcre_hera.diagnose.nodesets import from_nodes
+from nvcre_hera.diagnose.nodesets import from_nodes, to_nodes
 from nvcre_hera.diagnose.planner import plan
 from nvcre_hera.nodeindex import resolve
 from nvcre_hera.steps.io import Outputs, flatten_runs
 
 
 UNRESOLVED_NAMES = 64
+NAMED_NODES = 16  # a node set of the round history up to this size is named node by node
+NAMED_RANGES = 16  # ranges kept per node set (its count stays exact): the verdict travels up every level
+NAMES_MAX = 64  # names the history sends in all: release groups first, then the small sets cleared per round
 
 
 def compact_results(aggregated: Any) -> list[dict]:
@@ -74,13 +78,60 @@ def _flat(value: Any) -> list[int]:
     return [value] if isinstance(value, int) else []
 
 
+def _release_indices(ranges: list) -> list[int]:
+    """The indices a release group is named by: every node of a small group, else each kept range's ends."""
+    if sum(hi - lo for lo, hi in ranges) <= NAMED_NODES:
+        return to_nodes(ranges)
+    return [i for lo, hi in ranges[:NAMED_RANGES] for i in (lo, hi - 1)]
+
+
+def _history_indices(answer: dict) -> list[int]:
+    """The indices the history names, at most NAMES_MAX: the release groups' (the nodes to hand back), then every
+    node of each small set cleared per round, round by round, while they fit (a larger set keeps index ranges)."""
+    shown: set[int] = set()
+    for g in answer.get("releases") or []:
+        shown |= set(_release_indices(g["nodes"]))
+    for h in answer.get("history") or []:
+        cleared = h.get("cleared") or []
+        if 0 < _size(cleared) <= NAMED_NODES and len(shown | set(to_nodes(cleared))) <= NAMES_MAX:
+            shown |= set(to_nodes(cleared))
+    return sorted(shown)
+
+
+def _size(ranges: list) -> int:
+    return sum(hi - lo for lo, hi in ranges)
+
+
+def compact_history(answer: dict, names: dict[int, str]) -> dict:
+    """The round history and release groups for the verdict, compact (it is stored at every level of the
+    recursion), by position: `rounds` ``[round, tests, failed, [[nodes per test, tests]...], cleared ranges (only
+    when small enough to be named, else []), cleared count, reused count, doubted count, ended]``, `released`
+    ``[round, ended, ranges (at most NAMED_RANGES), count]`` (counts exact), and the names of just the indices the
+    report shows (`_history_indices`), their common prefix once. The judge expands it (judge.py `_round_history`;
+    fields in docs/internals.md)."""
+    named = set(_history_indices(answer))
+    # a set cleared in a round travels as ranges only when it is named; else its count says it (the state has it)
+    rounds = [[h["round"], h["tests"], h.get("failed"), [[x["nodes"], x["tests"]] for x in h["testSizes"]],
+               h.get("cleared") if set(to_nodes(h.get("cleared") or [])) <= named else [],
+               _size(h.get("cleared") or []), _size(h.get("reused") or []), _size(h.get("doubted") or []),
+               h.get("endedAfterSec")] for h in answer.get("history") or []]
+    released = [[g["round"], g.get("releasedAfterSec"), g["nodes"][:NAMED_RANGES], _size(g["nodes"])]
+                for g in answer.get("releases") or []]
+    shown = [i for i in sorted(named) if i in names]
+    # names share a prefix (gpu-node-0001 …): sent once, then each name's rest
+    prefix = os.path.commonprefix([names[i] for i in shown]) if shown else ""
+    return {"rounds": rounds, "released": released,
+            "names": {"p": prefix, "i": shown, "s": [names[i][len(prefix):] for i in shown]}}
+
+
 def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
     """The planner's final answer with node indices turned into names (the report names nodes)."""
     suspects = list(answer.get("suspects") or [])
     faults = list(answer.get("infrastructureFaults") or [])
     unresolved = list(answer.get("unresolved") or [])
     indices = sorted({s["node"] for s in suspects} | {i for f in faults for i in _flat(f.get("between"))}
-                     | {i for group in unresolved for i in group[:UNRESOLVED_NAMES]})
+                     | {i for group in unresolved for i in group[:UNRESOLVED_NAMES]}
+                     | set(_history_indices(answer)))
     names = dict(zip(indices, resolve(indices, setup, cluster.list_nodes()))) if indices else {}
 
     def named(value: Any) -> Any:  # `between` is [a, b] or [[side a], [side b]]
@@ -95,11 +146,21 @@ def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
                        for group in unresolved],
         "stats": answer.get("stats") or {},
         "nodeCount": setup["config"].get("nodeCount"),
+        "history": compact_history(answer, names),
     }
 
 
+def _reading(clock: Callable[[], Any] | None) -> float | None:
+    """The clock's reading, None when there is none (the history then records round numbers only)."""
+    value = clock() if clock is not None else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: Outputs,
-              log: Callable[[str], None]) -> int:
+              log: Callable[[str], None], clock: Callable[[], float] | None = None) -> int:
+    """One round. `clock` dates the round history: the wall clock in a pod (pods run on different machines, so a
+    monotonic clock would not compare), the simulated cluster's clock locally; the plan step starts once the
+    previous round has ended, so its reading is when that round ended."""
     carried = state if isinstance(state, dict) else {}
     ledger = job_ledger(carried.get("jobs"), aggregated)
     seen = measured(carried.get("measured"), aggregated, setup["config"].get("thresholds") or {})
@@ -107,7 +168,8 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     missing = sum(1 for r in results if r.get("missing"))
     if missing:
         log(f"plan: {missing} test(s) of the last round sent no result: counted as failed")
-    answer = plan(carried.get("planner"), results, setup["config"])
+    now = _reading(clock or getattr(cluster, "now", None))
+    answer = plan(carried.get("planner"), results, setup["config"], now=now)
     tests = answer["tests"]
     out.write("state", {"planner": answer["state"], "jobs": ledger, "measured": seen,
                         "issued": [t["id"] for t in tests]})
@@ -128,4 +190,4 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     return 0
 
 
-__all__ = ["compact_results", "job_ledger", "measured", "plan_step", "with_missing"]
+__all__ = ["compact_history", "compact_results", "job_ledger", "measured", "plan_step", "with_missing"]
