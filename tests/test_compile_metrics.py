@@ -87,3 +87,21 @@ def test_one_help_and_one_type_per_metric_name(cert: Path) -> None:
     for _, metric in _metrics(compile_certification(load_certification(str(cert)))):
         shape = (metric["help"], tuple(k for k in ("gauge", "counter", "histogram") if k in metric))
         assert seen.setdefault(metric["name"], shape) == shape
+
+
+def test_diagnose_tests_carry_no_busbw_series() -> None:
+    """Diagnose's tests are probes of groups its planner picks: no per-group busbw series and no outputs for one."""
+    doc = compile_certification(load_certification(str(ROOT / "examples/certifications/diagnose.yaml")))
+    tests = [t for t in doc["spec"]["templates"] if t["name"].startswith("test-")]
+    assert tests and all("metrics" not in t for t in tests)
+    assert all({p["name"] for p in t["outputs"]["parameters"]} == {"metrics"} for t in tests)
+
+
+def test_the_nodes_label_names_a_small_group_and_bounds_a_large_one() -> None:
+    from nvcre_hera.steps.metric_outputs import NODES_LABELLED, run_outputs
+
+    ok = [{"status": "ok", "metrics": {"busBandwidthGBps": 400.0}}]
+    small = [f"n{i:04d}" for i in range(NODES_LABELLED)]
+    assert run_outputs("g0", small, ok)["nodes"] == ",".join(small)
+    big = [f"n{i:04d}" for i in range(1024)]
+    assert run_outputs("g0", big, ok)["nodes"] == "n0000,…,n1023 (1024 nodes)"

@@ -4,6 +4,8 @@ strings the run step and the judge write beside their JSON outputs. Hera-free, s
 from __future__ import annotations
 
 NO_MEASUREMENT = "-1"
+NODES_LABELLED = 8  # a larger group's `nodes` label names its first and last node and the count: the group label
+# identifies it, and a label value of a thousand names would weigh on etcd and Prometheus alike
 STATUS_BY_CATEGORY = {"Passed": "succeeded", "Failed": "failed"}
 STATUS_BY_RESULT = {"PASSED": "succeeded", "FAILED": "failed"}
 
@@ -12,8 +14,9 @@ def run_outputs(group_id: str, nodes: list[str], runs: list[dict]) -> dict[str, 
     """`busbw` (the best bus bandwidth over the runs whose workload succeeded, else -1), `group-id`, `nodes`."""
     values = [float(r["metrics"]["busBandwidthGBps"]) for r in runs
               if r.get("status") == "ok" and isinstance((r.get("metrics") or {}).get("busBandwidthGBps"), (int, float))]
-    return {"busbw": f"{max(values):.4f}" if values else NO_MEASUREMENT, "group-id": str(group_id),
-            "nodes": ",".join(str(n) for n in nodes)}
+    names = [str(n) for n in nodes]
+    label = ",".join(names) if len(names) <= NODES_LABELLED else f"{names[0]},…,{names[-1]} ({len(names)} nodes)"
+    return {"busbw": f"{max(values):.4f}" if values else NO_MEASUREMENT, "group-id": str(group_id), "nodes": label}
 
 
 def status_outputs(report: dict, indexes: list[int]) -> dict[str, str]:
@@ -31,4 +34,4 @@ def status_outputs(report: dict, indexes: list[int]) -> dict[str, str]:
     return out
 
 
-__all__ = ["NO_MEASUREMENT", "run_outputs", "status_outputs"]
+__all__ = ["NODES_LABELLED", "NO_MEASUREMENT", "run_outputs", "status_outputs"]

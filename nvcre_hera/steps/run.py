@@ -242,7 +242,8 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
     # the GPU is not known to this step: keep every metric a threshold may judge on any GPU (a few bytes)
     out.write("metrics", diagnose_result(group["id"], results, dict.fromkeys(threshold_metrics(options), ""))
               if diagnose else results)
-    for name, value in run_outputs(group["id"], results[0]["nodes"] if results else [], results).items():
+    for name, value in ({} if diagnose else run_outputs(group["id"], results[0]["nodes"] if results else [],
+                                                        results)).items():
         out.write(name, value)  # what the compiled workflow's nvcre_nccl_busbw_gbs gauge reads
     return 0
 
