@@ -118,7 +118,7 @@ def _uses_fleet(program: Any, expr: str) -> bool:
 def _fleet_text(stats: FleetStats) -> str:
     """`fleet median 400.2000 (mad 3.1000, p10 395.0000, 64 groups)`: the numbers a fleet-relative verdict used."""
     return (f"fleet median {_fmt4(stats.median)} (mad {_fmt4(stats.mad)}, p10 {_fmt4(stats.p10)}, "
-            f"{int(stats.count)} groups)")
+            f"{int(stats.count)} group{'' if stats.count == 1 else 's'})")
 
 
 def _fleet(thresholds: dict, compiled: dict, by_group: dict[str, list[dict]]) -> dict[str, FleetStats | None]:

@@ -71,7 +71,8 @@ def fleet_text(fleet: Any) -> str:
     if not isinstance(fleet, dict):
         return "no fleet measured"
     count = fleet.get("count")
-    groups = f"{int(count)} groups" if isinstance(count, (int, float)) and math.isfinite(count) else "? groups"
+    groups = (f"{int(count)} group{'' if count == 1 else 's'}" if isinstance(count, (int, float))
+              and math.isfinite(count) else "? groups")
     return (f"fleet median {number(fleet.get('median'))} (mad {number(fleet.get('mad'))}, "
             f"p10 {number(fleet.get('p10'))}, {groups})")
 
