@@ -4,10 +4,10 @@ Per category and metric, over that category's groups whose workload succeeded, e
 it is judged by (its worst over its repeats). Pure: a list of floats in, a `FleetStats` out.
 
 - median: the middle value (mean of the two middle ones for an even count), `statistics.median`.
-- mad: the median absolute deviation from the median, unscaled (no 1.4826 factor: for Gaussian noise of width
-  sigma the MAD is about 0.674 sigma).
+- mad: the median absolute deviation from the median, unscaled (no 1.4826 factor, unlike R's `mad()`: for Gaussian
+  noise of width sigma the MAD is about 0.674 sigma). docs/fleet-relative.md has the sources.
 - p10: the 10th percentile by linear interpolation between order statistics (the "inclusive" method of
-  `statistics.quantiles`, numpy's default "linear"): position 0.1 * (count - 1) in the sorted values.
+  `statistics.quantiles`, R7 / PERCENTILE.INC): position 0.1 * (count - 1) in the sorted values.
 - count: how many values went in (a double in CEL, like the others).
 
 Only finite values go in: a NaN or infinite value says nothing about the fleet, and the group that measured it
