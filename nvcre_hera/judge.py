@@ -308,7 +308,9 @@ def _threshold_evaluations(thresholds: dict, compiled: dict, ok_runs: list[dict]
         violating = [v for v, o in zip(present, outcomes) if o == "fail" or o == "error"]
         out.append({"metric": metric, "expression": expr, "measuredValue": _worst(metric, violating or present),
                     "passed": reason is None and not violating, "reason": reason,
-                    **({"fleet": stats.as_dict() if stats else None} if relative else {}),
+                    # the statistics it was judged against, to 4 decimals like the category's `metrics` mean
+                    **({"fleet": {k: round(v, 4) for k, v in stats.as_dict().items()} if stats else None}
+                       if relative else {}),
                     "source": _source(metric, expr, program, sources)})
     return out
 
