@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_diagnose.py
 	$(BIN)/python bench/bench_diagnose_scale.py
 	$(BIN)/python bench/bench_report.py
+	$(BIN)/python bench/bench_fleet.py
 
 validate: $(STAMP)
 	$(BIN)/nvcre validate $(CERT)

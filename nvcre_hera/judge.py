@@ -15,6 +15,12 @@ Decisions, so a reader need not reverse-engineer them:
   `metrics` keep the worst value over its repeats, whatever happened.
 - `runtimeSec` of a category is the category's own `runtimeSec` when the caller knows the wall time, else the sum
   of its jobs' runtimes (machine time).
+- A fleet-relative threshold (its CEL reads `fleet`) is judged against the metric's statistics over the category's
+  groups whose workload succeeded, each group by its worst value over its repeats (nvcre_hera/fleet.py). A value
+  that is not finite fails it; with fewer than MIN_FLEET groups measured it judges no group and the category is
+  Incomplete (never Passed on a fleet too small to say what normal is).
+- Every threshold evaluation says where its threshold came from, `source: {kind, from}`: the category's
+  `thresholdSources[metric]` when the caller gives it, else fleet-relative (it reads `fleet`) or explicit (spec).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from nvcre_hera.fleet import MIN_FLEET, FleetStats, fleet_stats
 from nvcre_hera.thresholds import compile_threshold, evaluate
 
 API_VERSION = "nvcre-hera.dev/v1alpha1"
@@ -102,8 +109,42 @@ def _fmt4(value: float) -> str:
     return f"{value:.4f}"
 
 
-def _threshold_reasons(thresholds: dict[str, Any], compiled: dict[str, Any], metrics: dict[str, Any]) -> list[dict]:
-    """Group reasons (node null) from the thresholds on one successful run; empty when all pass."""
+def _uses_fleet(program: Any, expr: str) -> bool:
+    if isinstance(program, str):  # did not compile: read the text
+        return bool(re.search(r"\bfleet\s*\.", str(expr)))
+    return bool(getattr(program, "uses_fleet", False))
+
+
+def _fleet_text(stats: FleetStats) -> str:
+    """`fleet median 400.2000 (mad 3.1000, p10 395.0000, 64 groups)`: the numbers a fleet-relative verdict used."""
+    return (f"fleet median {_fmt4(stats.median)} (mad {_fmt4(stats.mad)}, p10 {_fmt4(stats.p10)}, "
+            f"{int(stats.count)} group{'' if stats.count == 1 else 's'})")
+
+
+def _fleet(thresholds: dict, compiled: dict, by_group: dict[str, list[dict]]) -> dict[str, FleetStats | None]:
+    """Per fleet-relative metric, its statistics over the groups whose workload succeeded, each group counted once
+    by the worst value of its successful runs (the value it is judged by)."""
+    out: dict[str, FleetStats | None] = {}
+    for metric, expr in thresholds.items():
+        if isinstance(compiled[metric], str) or not _uses_fleet(compiled[metric], expr):
+            continue
+        values = []
+        for runs in by_group.values():
+            ok = [_number((r.get("metrics") or {}).get(metric)) for r in runs if _workload_reasons(r)[0]]
+            values.append(_worst(metric, ok))
+        out[metric] = fleet_stats(values)
+    return out
+
+
+def _fleet_too_small(stats: FleetStats | None) -> bool:
+    return stats is None or not stats.large_enough
+
+
+def _threshold_reasons(thresholds: dict[str, Any], compiled: dict[str, Any], metrics: dict[str, Any],
+                       fleet: dict[str, FleetStats | None] | None = None) -> list[dict]:
+    """Group reasons (node null) from the thresholds on one successful run; empty when all pass. A fleet-relative
+    threshold on a fleet too small judges no group here (the category says Incomplete)."""
+    fleet = fleet or {}
     reasons = []
     for metric, expr in thresholds.items():
         value = _number(metrics.get(metric))
@@ -112,25 +153,34 @@ def _threshold_reasons(thresholds: dict[str, Any], compiled: dict[str, Any], met
                             "message": f'Threshold "{metric}" has no measurement'})
             continue
         program = compiled[metric]
+        stats = fleet.get(metric)
+        relative = metric in fleet
+        if relative and not math.isfinite(value):  # NaN compares false both ways: `!(value < x)` would pass it
+            reasons.append({"node": None, "reason": "ThresholdViolation",
+                            "message": f'Threshold "{metric}" violated: measured {value}, not a finite number, '
+                                       f"expression: {expr}"})
+            continue
+        if relative and _fleet_too_small(stats):
+            continue
+        measured = f"measured {_fmt4(value)}" + (f", {_fleet_text(stats)}" if relative and stats else "")
         try:
             if isinstance(program, str):
                 raise ValueError(program)
-            ok = evaluate(program, value)
+            ok = evaluate(program, value, stats.as_dict() if relative and stats else None)
         except ValueError as err:
             reasons.append({"node": None, "reason": "ThresholdViolation",
-                            "message": f'Threshold "{metric}" could not be evaluated: measured {_fmt4(value)}, '
+                            "message": f'Threshold "{metric}" could not be evaluated: {measured}, '
                                        f"expression: {expr} ({err})"})
             continue
         if not ok:
             reasons.append({"node": None, "reason": "ThresholdViolation",
-                            "message": f'Threshold "{metric}" violated: measured {_fmt4(value)}, expression: {expr}'})
+                            "message": f'Threshold "{metric}" violated: {measured}, expression: {expr}'})
     return reasons
 
 
-def _run_reasons(run: dict, thresholds: dict, compiled: dict) -> tuple[bool, list[dict]]:
-    """(workload ok, reasons) for one run: its own reasons, and the thresholds' verdict when the workload ran to
-    its end (no reason, or only reasons about how it ran, such as a NET/Socket fallback: a group that misses its
-    threshold keeps ThresholdViolation beside them)."""
+def _workload_reasons(run: dict) -> tuple[bool, list[dict]]:
+    """(workload ok, the run's own reasons): ok when it ran to its end (no reason, or only reasons about how it
+    ran, such as a NET/Socket fallback)."""
     reasons = [{"node": r.get("node"), "reason": str(r.get("reason") or "WorkloadFailed"),
                 "message": str(r.get("message") or "")} for r in (run.get("reasons") or [])]
     if str(run.get("status", "ok")) != "ok" and not reasons:
@@ -140,7 +190,17 @@ def _run_reasons(run: dict, thresholds: dict, compiled: dict) -> tuple[bool, lis
         return False, reasons
     if reasons and run.get("thresholdsJudgedElsewhere"):  # a diagnose suspect: its jobs are in "diagnose jobs"
         return False, reasons
-    return True, reasons + _threshold_reasons(thresholds, compiled, run.get("metrics") or {})
+    return True, reasons
+
+
+def _run_reasons(run: dict, thresholds: dict, compiled: dict,
+                 fleet: dict[str, FleetStats | None] | None = None) -> tuple[bool, list[dict]]:
+    """(workload ok, reasons) for one run: its own reasons, and the thresholds' verdict when the workload ran to
+    its end (a group that misses its threshold keeps ThresholdViolation beside reasons about how it ran)."""
+    ok, reasons = _workload_reasons(run)
+    if not ok:
+        return False, reasons
+    return True, reasons + _threshold_reasons(thresholds, compiled, run.get("metrics") or {}, fleet)
 
 
 def _run_blame(run_reasons: list[dict], nodes: list[str]) -> list[dict]:
@@ -157,8 +217,8 @@ def _run_blame(run_reasons: list[dict], nodes: list[str]) -> list[dict]:
     return out
 
 
-def _judge_group(name: str, runs: list[dict], thresholds: dict,
-                 compiled: dict) -> tuple[dict, list[dict], list[dict]]:
+def _judge_group(name: str, runs: list[dict], thresholds: dict, compiled: dict,
+                 fleet: dict[str, FleetStats | None] | None = None) -> tuple[dict, list[dict], list[dict]]:
     """The group entry for the report, the runs whose workload succeeded (for category metrics), and its blame."""
     runs = sorted(runs, key=lambda r: int(r.get("repeat") or 0))
     nodes: list[str] = []
@@ -169,7 +229,7 @@ def _judge_group(name: str, runs: list[dict], thresholds: dict,
     ok_runs: list[dict] = []
     failed_logs: list[str] = []
     for run in runs:
-        workload_ok, run_reasons = _run_reasons(run, thresholds, compiled)
+        workload_ok, run_reasons = _run_reasons(run, thresholds, compiled, fleet)
         if workload_ok:
             ok_runs.append(run)
         if run_reasons and len(runs) > 1:
@@ -209,34 +269,62 @@ def _failed_group(group: dict, blame: list[dict]) -> dict:
             "blamedNodes": list(dict.fromkeys(b["name"] for b in blame))}
 
 
-def _threshold_evaluations(thresholds: dict, compiled: dict, ok_runs: list[dict]) -> list[dict]:
+THRESHOLD_KINDS = ("explicit", "profile", "baseline", "fleet-relative")
+
+
+def _source(metric: str, expr: str, program: Any, sources: Any) -> dict:
+    """Where a threshold came from: the caller's `thresholdSources[metric]` when it gives one, else fleet-relative
+    (its CEL reads `fleet`) or explicit, from the spec."""
+    given = sources.get(metric) if isinstance(sources, dict) else None
+    if isinstance(given, dict) and given.get("kind"):
+        return {"kind": str(given["kind"]), "from": str(given.get("from") or "spec")}
+    return {"kind": "fleet-relative" if _uses_fleet(program, expr) else "explicit", "from": "spec"}
+
+
+def _threshold_evaluations(thresholds: dict, compiled: dict, ok_runs: list[dict],
+                           fleet: dict[str, FleetStats | None] | None = None, sources: Any = None) -> list[dict]:
     """One entry per threshold over the judged runs: passed only if every run has a value and passes it.
 
-    `measuredValue` is the worst value: among the violating ones if any, else among all.
+    `measuredValue` is the worst value: among the violating ones if any, else among all. A fleet-relative one also
+    carries the `fleet` statistics it was judged against; on a fleet too small it is not passed (FleetTooSmall).
     """
+    fleet = fleet or {}
     out = []
     for metric, expr in thresholds.items():
         program = compiled[metric]
+        stats = fleet.get(metric)
+        relative = metric in fleet
         values = [_number((r.get("metrics") or {}).get(metric)) for r in ok_runs]
         present = [v for v in values if v is not None]
-        outcomes = [_outcome(program, v) for v in present]
+        outcomes = [_outcome(program, v, stats if relative else None, relative) for v in present]
         if isinstance(program, str) or "error" in outcomes:
             reason = "EvaluationError"
         elif not ok_runs or len(present) < len(values):
             reason = "NoMeasurement"
+        elif relative and _fleet_too_small(stats):
+            reason = "FleetTooSmall"
         else:
             reason = None
-        violating = [v for v, o in zip(present, outcomes) if o != "pass"]
+        violating = [v for v, o in zip(present, outcomes) if o == "fail" or o == "error"]
         out.append({"metric": metric, "expression": expr, "measuredValue": _worst(metric, violating or present),
-                    "passed": reason is None and not violating, "reason": reason})
+                    "passed": reason is None and not violating, "reason": reason,
+                    # the statistics it was judged against, to 4 decimals like the category's `metrics` mean
+                    **({"fleet": {k: round(v, 4) for k, v in stats.as_dict().items()} if stats else None}
+                       if relative else {}),
+                    "source": _source(metric, expr, program, sources)})
     return out
 
 
-def _outcome(program: Any, value: float) -> str:
+def _outcome(program: Any, value: float, stats: FleetStats | None = None, relative: bool = False) -> str:
+    """pass | fail | error | unjudged (a fleet-relative threshold on a fleet too small: no verdict on the value)."""
     if isinstance(program, str):
         return "error"
+    if relative and not math.isfinite(value):
+        return "fail"
+    if relative and _fleet_too_small(stats):
+        return "unjudged"
     try:
-        return "pass" if evaluate(program, value) else "fail"
+        return "pass" if evaluate(program, value, stats.as_dict() if stats else None) else "fail"
     except ValueError:
         return "error"
 
@@ -358,10 +446,12 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         **({"incomplete": str(incomplete)} if incomplete else {}),
         # which NIC resource the workers requested, and from where (detected | nicResourceName | none | ...)
         **({"nicResource": dict(category["nic"])} if category.get("nic") else {})}
+    sources = category.get("thresholdSources")
     if not results and incomplete:  # nothing could run as asked: not a failure of any node, and never a pass
         entry.update(status="Incomplete",
                      thresholds=[{"metric": m, "expression": e, "measuredValue": None, "passed": False,
-                                  "reason": "NoMeasurement"} for m, e in thresholds.items()])
+                                  "reason": "NoMeasurement", "source": _source(m, e, compiled[m], sources)}
+                                 for m, e in thresholds.items()])
         return entry, []
     if not results:
         message = NO_RESULTS_MESSAGE if results is None else EMPTY_RESULTS_MESSAGE
@@ -369,15 +459,17 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
                      failedGroups=[{"name": None, "nodeCount": 0, "nodes": [], "reason": "WorkloadFailed",
                                     "message": message, "failureLog": "", "blamedNodes": []}],
                      thresholds=[{"metric": m, "expression": e, "measuredValue": None, "passed": False,
-                                  "reason": "EvaluationError" if isinstance(compiled[m], str) else "NoMeasurement"}
+                                  "reason": "EvaluationError" if isinstance(compiled[m], str) else "NoMeasurement",
+                                  "source": _source(m, e, compiled[m], sources)}
                                  for m, e in thresholds.items()])
         return entry, []
     by_group: dict[str, list[dict]] = {}
     for run in results:
         by_group.setdefault(str(run.get("group", "")), []).append(run)
+    fleet = _fleet(thresholds, compiled, by_group)
     groups, ok_runs, blame, failed = [], [], [], []
     for name in sorted(by_group, key=_natural_key):
-        group, ok, group_blame = _judge_group(name, by_group[name], thresholds, compiled)
+        group, ok, group_blame = _judge_group(name, by_group[name], thresholds, compiled, fleet)
         groups.append(group)
         ok_runs.extend(ok)
         blame.extend(group_blame)
@@ -390,13 +482,18 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         runtimeSec=known_runtime if known_runtime is not None
         else round(sum(float(r.get("runtimeSec") or 0) for r in results), 3)
         if any(_number(r.get("runtimeSec")) is not None for r in results) else None,  # unknown, not 0 s
-        runsMeasured=len(ok_runs), thresholds=_threshold_evaluations(thresholds, compiled, ok_runs),
+        runsMeasured=len(ok_runs), thresholds=_threshold_evaluations(thresholds, compiled, ok_runs, fleet, sources),
         metrics=_metric_stats(list(category.get("metricNames") or []), ok_runs),
         bandwidth=_bandwidth(ok_runs), groups=groups, failedGroups=failed)
     _trim_curves(entry, ok_runs)
     _shared_threshold_hint(entry, category)
     if category.get("diagnose") is not None:
         _add_diagnose(entry, category["diagnose"])
+    small = [f"fleet-relative threshold {m} needs at least {MIN_FLEET} measured groups, this run has "
+             f"{int(s.count) if s else 0}: not judged" for m, s in fleet.items() if _fleet_too_small(s)]
+    if small:  # a handful of groups cannot say what normal is: no pass, and no node accused on it either
+        incomplete = "; ".join([*([str(incomplete)] if incomplete else []), *small])
+        entry["incomplete"] = incomplete
     if incomplete and entry["status"] == "Passed":
         entry["status"] = "Incomplete"  # what ran passed, but it could not exercise what the scale names
     return entry, blame
@@ -597,5 +694,5 @@ def judge(name: str, summary: dict, categories: list[dict], *, generated_at: str
     })
 
 
-__all__ = ["API_VERSION", "KIND", "NO_BLAME_REASONS", "NVCRE_NODE_REASON", "REASON_PRECEDENCE", "category_label", "judge",
-           "judge_category", "lower_is_better", "sample_rows"]
+__all__ = ["API_VERSION", "KIND", "NO_BLAME_REASONS", "NVCRE_NODE_REASON", "REASON_PRECEDENCE", "THRESHOLD_KINDS",
+           "category_label", "judge", "judge_category", "lower_is_better", "sample_rows"]

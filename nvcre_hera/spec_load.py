@@ -300,8 +300,16 @@ def _check_diagnose_thresholds(thresholds: dict[str, Any], where: str) -> None:
     """Diagnose judges from a pass line and the lowest/highest job: only an interval threshold can be applied
     exactly (see threshold_bounds); anything else is refused here rather than dropped at run time."""
     from nvcre_hera.threshold_bounds import threshold_bounds
+    from nvcre_hera.thresholds import compile_threshold
 
     for path, _metric, expr in _flat(thresholds):
+        try:
+            fleet_relative = compile_threshold(expr).uses_fleet
+        except ValueError:
+            fleet_relative = False  # a global threshold not checked yet: its own check names the problem
+        if fleet_relative:
+            raise InputError(f"{expr!r} is fleet-relative, which testScale diagnose cannot apply: its planner needs a "
+                             f"pass line before any job runs; give a number, e.g. value >= 300.0", f"{where}.{metric}")
         try:
             threshold_bounds(expr)
         except ValueError as exc:

@@ -1,6 +1,8 @@
 """CEL thresholds over one measured value, as NVCRE writes them (`busBandwidthGBps: "value >= 300"`).
 
-An expression sees one variable, `value` (a double), and must yield a bool. Bad expressions are caught twice:
+An expression sees `value` (a double) and may use `fleet`, the same metric's distribution over the run's groups
+(a map of doubles `fleet.median`, `fleet.mad`, `fleet.p10`, `fleet.count`, see nvcre_hera/fleet.py), and must
+yield a bool: `value >= 0.9 * fleet.median` is a fleet-relative threshold. Bad expressions are caught twice:
 the spec loader calls `check_threshold` so a typo fails at load time with a one-line reason, and the judge
 compiles again and fails closed if anything still goes wrong while evaluating (never a silent pass).
 See https://github.com/google/cel-spec/blob/master/doc/langdef.md and cel-python (`celpy`).
@@ -14,6 +16,8 @@ from typing import Any
 
 import celpy
 from celpy import celtypes
+
+from nvcre_hera.fleet import FLEET_FIELDS
 
 # Parse-tree rules that only wrap a single child (CEL's precedence ladder): descend through them to find the
 # operator that really decides the result type.
@@ -55,7 +59,10 @@ def _install_cached_parser() -> None:
 
 
 _install_cached_parser()
-_ENV = celpy.Environment(annotations={"value": celtypes.DoubleType})
+_ENV = celpy.Environment(annotations={"value": celtypes.DoubleType, "fleet": celtypes.MapType})
+# What the load-time check evaluates a fleet-relative threshold with: any finite, non-zero numbers prove the types.
+_SAMPLE_FLEET = {"median": 1.0, "mad": 1.0, "p10": 1.0, "count": 64.0}
+_FLEET_HINT = f"fleet has {', '.join('fleet.' + f for f in FLEET_FIELDS)}"
 
 
 @dataclass(frozen=True)
@@ -64,6 +71,7 @@ class Threshold:
 
     expression: str
     program: Any
+    uses_fleet: bool = False  # a fleet-relative threshold: it reads `fleet`, so it needs the run's statistics
 
 
 def _one_line(text: str, limit: int = 160) -> str:
@@ -98,12 +106,34 @@ def _static_type_error(tree: Any) -> str | None:
     return None
 
 
+def _fleet_error(tree: Any) -> str | None:
+    """Why the expression's use of `fleet` cannot work (a field it does not have, `fleet` on its own or indexed),
+    or None. Also the flag: returns "" when the expression uses `fleet` correctly."""
+    uses = False
+    dotted: set[int] = set()  # the `fleet` idents that are the object of a `.field`
+    for node in tree.iter_subtrees():
+        if getattr(node, "data", None) != "member_dot" or len(node.children) != 2:
+            continue
+        obj = _root_operator(node.children[0])
+        if getattr(obj, "data", None) == "ident" and obj.children and str(obj.children[0]) == "fleet":
+            field = str(node.children[1])
+            if field not in FLEET_FIELDS:
+                return f"unknown field fleet.{field}: {_FLEET_HINT}"
+            dotted.add(id(obj))
+            uses = True
+    for node in tree.iter_subtrees():
+        if getattr(node, "data", None) == "ident" and node.children and str(node.children[0]) == "fleet" \
+                and id(node) not in dotted:
+            return f"use fleet by its fields, e.g. fleet.median ({_FLEET_HINT})"
+    return "" if uses else None
+
+
 def _explain_eval_error(err: Any) -> str:
     """Turn cel-python's long error text into one line a user can act on."""
     text = str(err.args[0]) if getattr(err, "args", None) else str(err)
     m = re.search(r"undeclared reference to '([^']+)'", text)
     if m:
-        return f"unknown variable {m.group(1)!r}: a threshold sees only `value`"
+        return f"unknown variable {m.group(1)!r}: a threshold sees only `value` and `fleet`"
     # The rule shows as Token('RULE', 'relation_eq') or, from lark's cached tables, as 'relation_eq'.
     m = re.search(r"no matching overload for (?:Token\('RULE', '(\w+)'\)|'(\w+)') applied to '\((.*)\)'", text)
     if m:
@@ -131,13 +161,28 @@ def compile_threshold(expr: str) -> Threshold:
     reason = _static_type_error(tree)
     if reason:
         raise ValueError(f"{expr!r}: {reason}")
-    return Threshold(expression=expr, program=_ENV.program(tree))
+    fleet = _fleet_error(tree)
+    if fleet:
+        raise ValueError(f"{expr!r}: {fleet}")
+    return Threshold(expression=expr, program=_ENV.program(tree), uses_fleet=fleet == "")
 
 
-def evaluate(program: Threshold, value: float) -> bool:
-    """Evaluate a compiled threshold at `value`; ValueError (one line) on an evaluation error or a non-bool."""
+def _fleet_map(fleet: Any) -> celtypes.MapType:
+    return celtypes.MapType({celtypes.StringType(k): celtypes.DoubleType(float(fleet[k])) for k in FLEET_FIELDS})
+
+
+def evaluate(program: Threshold, value: float, fleet: Any = None) -> bool:
+    """Evaluate a compiled threshold at `value`; ValueError (one line) on an evaluation error or a non-bool.
+
+    `fleet`: a mapping with the FLEET_FIELDS (e.g. `FleetStats.as_dict()`); a fleet-relative threshold without it
+    is an error, never a pass."""
+    activation: dict[str, Any] = {"value": celtypes.DoubleType(float(value))}
+    if program.uses_fleet:
+        if fleet is None:
+            raise ValueError(f"{program.expression!r}: a fleet-relative threshold needs the run's fleet statistics")
+        activation["fleet"] = _fleet_map(fleet)
     try:
-        result = program.program.evaluate({"value": celtypes.DoubleType(float(value))})
+        result = program.program.evaluate(activation)
     except celpy.CELEvalError as err:
         raise ValueError(f"{program.expression!r}: {_explain_eval_error(err)}") from None
     except Exception as err:  # cel-python may leak a Python error (overflow, recursion) from a CEL function
@@ -151,14 +196,15 @@ def evaluate(program: Threshold, value: float) -> bool:
 
 
 def check_threshold(metric: str, expr: str) -> Threshold:
-    """Load-time check for the spec loader: compile, then evaluate once at value=1.0 to prove a bool comes out.
+    """Load-time check for the spec loader: compile, then evaluate once at value=1.0 (and a sample fleet) to prove
+    a bool comes out.
 
     Raises ValueError naming the metric, e.g. `threshold "busBandwidthGBps": unknown variable 'vaule' …`.
     Whether `metric` is a known metric name is the loader's business (it knows the catalog).
     """
     try:
         program = compile_threshold(expr)
-        evaluate(program, 1.0)
+        evaluate(program, 1.0, _SAMPLE_FLEET)
     except ValueError as err:
         raise ValueError(f"threshold {metric!r}: {err}") from None
     return program

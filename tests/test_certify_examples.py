@@ -131,3 +131,26 @@ def test_lone_minority_node_is_tested_as_its_own_architecture_by_default():
     assert sections["h100"]["result"] == "PASSED" and sections["a100"]["result"] == "FAILED"
     a100 = next(c for c in report["categories"] if c.get("gpu") == "a100")
     assert "single node" in a100["incomplete"]
+
+
+def test_fleet_relative_passes_a_healthy_cluster_with_no_number_given():
+    report = certify("fleet-relative.yaml", "healthy-h100-16").report
+    assert report["result"] == "PASSED", blamed(report)
+    for variant in ("nccl-all-reduce", "nccl-loopback"):
+        t = category(report, variant)["thresholds"][0]
+        assert t["source"]["kind"] == "fleet-relative" and t["fleet"]["count"] == 16
+
+
+@pytest.mark.parametrize(("cluster", "node", "variant"), [("slow-gpu", "gpu-node-05", "nccl-all-reduce"),
+                                                          ("slow-nic", "gpu-node-07", "nccl-loopback")])
+def test_fleet_relative_catches_the_one_slow_node(cluster, node, variant):
+    report = certify("fleet-relative.yaml", cluster).report
+    assert report["result"] == "FAILED"
+    assert blamed(report) == {node: ["ThresholdViolation"]}
+    assert "fleet median" in category(report, variant)["failedGroups"][0]["message"]
+
+
+def test_fleet_relative_on_one_node_is_incomplete_not_passed():
+    report = certify("fleet-relative.yaml", "one-node").report
+    assert report["result"] == "INCOMPLETE" and report["failedNodes"] == []
+    assert all(c["thresholds"][0]["reason"] == "FleetTooSmall" for c in report["categories"])

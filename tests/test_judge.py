@@ -37,7 +37,7 @@ def test_all_pass() -> None:
     assert r["failedNodes"] == []
     t = r["categories"][0]["thresholds"][0]
     assert t == {"metric": "busBandwidthGBps", "expression": "value >= 300", "measuredValue": 350.0,
-                 "passed": True, "reason": None}
+                 "passed": True, "reason": None, "source": {"kind": "explicit", "from": "spec"}}
     assert r["categories"][0]["metrics"]["busBandwidthGBps"] == {"min": 350.0, "max": 371.2, "mean": 360.6}
     assert r["summary"]["categoriesPassed"] == 1 and r["generatedAt"] == "t"
 

@@ -57,4 +57,5 @@ def test_report_is_strict_json_and_junit_parses(case: str) -> None:
     assert root.tag == "testsuites"
     failures = len(list(root.iter("failure")))
     expected = sum(len(c["failedGroups"]) for c in report["categories"])  # a step that errored: one "group"
+    expected += sum(1 for c in report["categories"] if c.get("incomplete"))  # an Incomplete category: one failure
     assert int(root.get("failures")) == failures == expected

@@ -46,7 +46,7 @@ def test_unknown_variable_names_it_and_the_metric() -> None:
     with pytest.raises(ValueError) as err:
         check_threshold("busBandwidthGBps", "vaule >= 300")
     text = str(err.value)
-    assert text == "threshold 'busBandwidthGBps': 'vaule >= 300': unknown variable 'vaule': a threshold sees only `value`"
+    assert text == "threshold 'busBandwidthGBps': 'vaule >= 300': unknown variable 'vaule': a threshold sees only `value` and `fleet`"
 
 
 def test_non_bool_result_found_by_trial_evaluation() -> None:

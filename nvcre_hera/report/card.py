@@ -60,10 +60,33 @@ def number(value: Any) -> str:
     return "0" if text == "-0" else text
 
 
+def threshold_source(t: dict) -> str:
+    """`explicit, from spec`: which kind of threshold applied and where it came from ("" when the entry says not)."""
+    src = t.get("source") if isinstance(t.get("source"), dict) else {}
+    if not src.get("kind"):
+        return ""
+    return f"{src['kind']}, from {src.get('from') or 'spec'}"
+
+
+def fleet_text(fleet: Any) -> str:
+    """`fleet median 470.1 (mad 3.2, p10 462, 64 groups)`: what a fleet-relative threshold was judged against."""
+    if not isinstance(fleet, dict):
+        return "no fleet measured"
+    count = fleet.get("count")
+    groups = (f"{int(count)} group{'' if count == 1 else 's'}" if isinstance(count, (int, float))
+              and math.isfinite(count) else "? groups")
+    return (f"fleet median {number(fleet.get('median'))} (mad {number(fleet.get('mad'))}, "
+            f"p10 {number(fleet.get('p10'))}, {groups})")
+
+
 def threshold_line(t: dict) -> str:
-    """`busBandwidthGBps value >= 300 → measured 371.2 ✓`."""
+    """`busBandwidthGBps value >= 300 → measured 371.2 ✓ (explicit, from spec)`."""
     mark = "✓" if t.get("passed") else "✗"
-    if t.get("reason") == "EvaluationError":
+    if t.get("reason") == "FleetTooSmall":
+        from nvcre_hera.fleet import MIN_FLEET
+
+        outcome = f"{fleet_text(t.get('fleet'))}: fewer than {MIN_FLEET} groups, not judged"
+    elif t.get("reason") == "EvaluationError":
         outcome = "evaluation error"
         if t.get("measuredValue") is not None:
             outcome = f"measured {number(t['measuredValue'])}, evaluation error"
@@ -73,7 +96,10 @@ def threshold_line(t: dict) -> str:
         outcome = f"measured {number(t['measuredValue'])}"
         if t.get("reason") == "NoMeasurement":
             outcome += ", some groups have no measurement"
-    return f"{t.get('metric')} {t.get('expression')} → {outcome} {mark}"
+    if "fleet" in t and t.get("reason") != "FleetTooSmall":
+        outcome += f", {fleet_text(t.get('fleet'))}"
+    source = threshold_source(t)
+    return f"{t.get('metric')} {t.get('expression')} → {outcome} {mark}" + (f" ({source})" if source else "")
 
 
 def _wrap(text: str, indent: str = "", width: int = WIDTH) -> list[str]:
@@ -339,4 +365,5 @@ def render_card(report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["NO_THRESHOLDS", "clean", "duration", "human_size", "number", "render_card", "round_lines", "threshold_line"]
+__all__ = ["NO_THRESHOLDS", "clean", "duration", "fleet_text", "human_size", "number", "render_card", "round_lines",
+           "threshold_line", "threshold_source"]

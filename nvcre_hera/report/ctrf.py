@@ -19,6 +19,7 @@ from importlib import resources
 from typing import Any
 
 from nvcre_hera import __version__
+from nvcre_hera.report.card import fleet_text, threshold_source
 
 SPEC_VERSION = "1.0.0"
 TOOL_NAME = "nvcre-hera"
@@ -53,6 +54,8 @@ def _fmt(value: Any) -> str:
 def _threshold_lines(category: dict, metrics: dict) -> list[str]:
     """Each threshold of the category against this group's own measured value."""
     return [f"{t.get('metric')}: measured {_fmt(metrics.get(t.get('metric')))}, expression: {t.get('expression')}"
+            + (f", {fleet_text(t.get('fleet'))}" if "fleet" in t else "")
+            + (f" ({threshold_source(t)})" if threshold_source(t) else "")
             for t in category.get("thresholds") or []]
 
 

@@ -12,7 +12,7 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from nvcre_hera.report.card import clean
+from nvcre_hera.report.card import clean, threshold_source
 
 _XML_FORBIDDEN = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -41,7 +41,8 @@ def _category_suite(parent: ET.Element, c: dict) -> tuple[int, int]:
     for t in c.get("thresholds") or []:
         ET.SubElement(props, "property", name=f"threshold.{_x(t.get('metric'))}",
                       value=_x(f"{t.get('expression')} → {t.get('measuredValue')} "
-                               f"{'passed' if t.get('passed') else 'failed'}"))
+                               f"{'passed' if t.get('passed') else 'failed'}"
+                               + (f" ({threshold_source(t)})" if threshold_source(t) else "")))
     if not c.get("thresholdsSet"):
         ET.SubElement(props, "property", name="thresholds", value="none set: measurements recorded, not judged")
     failed_by_name = {f.get("name"): f for f in c.get("failedGroups") or []}
