@@ -277,7 +277,9 @@ def _source(metric: str, expr: str, program: Any, sources: Any) -> dict:
     (its CEL reads `fleet`) or explicit, from the spec."""
     given = sources.get(metric) if isinstance(sources, dict) else None
     if isinstance(given, dict) and given.get("kind"):
-        return {"kind": str(given["kind"]), "from": str(given.get("from") or "spec")}
+        kind = str(given["kind"])  # an explicit threshold that reads `fleet` is the fleet-relative kind
+        return {"kind": "fleet-relative" if kind == "explicit" and _uses_fleet(program, expr) else kind,
+                "from": str(given.get("from") or "spec")}
     return {"kind": "fleet-relative" if _uses_fleet(program, expr) else "explicit", "from": "spec"}
 
 

@@ -309,7 +309,7 @@ def _check_diagnose_thresholds(thresholds: dict[str, Any], where: str) -> None:
             fleet_relative = False  # a global threshold not checked yet: its own check names the problem
         if fleet_relative:
             raise InputError(f"{expr!r} is fleet-relative, which testScale diagnose cannot apply: its planner needs a "
-                             f"pass line before any job runs; give a number, e.g. value >= 300.0", f"{where}.{metric}")
+                             f"pass line before any job runs; give a number, e.g. value >= 300.0", f"{where}.{path}")
         try:
             threshold_bounds(expr)
         except ValueError as exc:
