@@ -89,7 +89,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_certify(args: argparse.Namespace) -> int:
-    from nvcre_hera.local_run import certify
+    from nvcre_hera.certify import certify
 
     return certify(args.cert, cluster=args.cluster, out_dir=args.out, quiet=args.quiet,
                    step_image=args.step_image, engine=args.engine, state_dir=args.state_dir,

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from nvcre_hera.api import OPTION_FIELDS, Category, CategoryOptions, Certification
 from nvcre_hera.catalog import CatalogEntry, get_entry, load_catalog
 from nvcre_hera.cluster.base import DEFAULT_SCHEDULING_TIMEOUT
 from nvcre_hera.errors import InputError
+from nvcre_hera.safe_yaml import parse_yaml
 
 # Defaults NVCRE documents for Certification options (nvcre-and-peers.md §1.2); arch-dependent ones stay None
 # here and are resolved at run time, once discovery knows the GPU (gpusPerNode, mlnxPerNode, maxBytes).
@@ -137,25 +137,6 @@ def from_validation_error(exc: ValidationError, source: str, model: type[BaseMod
     if err["type"] == "extra_forbidden" and model is not None:
         message += unknown_field_hint(model, tuple(err["loc"]))
     return InputError(message, f"{source}: {path}" if path else source)
-
-
-def parse_yaml(text: str, source: str) -> Any:
-    """Safe YAML only: an unsafe tag (`!!python/…`) is an error, never executed."""
-    try:
-        docs = list(yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        where = f"{source}: line {mark.line + 1}, column {mark.column + 1}" if mark else source
-        problem = exc.problem or exc.context or "invalid YAML"
-        if "constructor" in problem:
-            problem = f"unsafe or unknown YAML tag ({problem})"
-        raise InputError(problem, where) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"invalid YAML: {exc}", source) from None
-    docs = [d for d in docs if d is not None]
-    if len(docs) != 1:
-        raise InputError(f"expected exactly one YAML document, found {len(docs)}", source)
-    return docs[0]
 
 
 def parse_certification(text: str, source: str = "<certification>") -> Certification:

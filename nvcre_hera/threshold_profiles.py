@@ -164,7 +164,7 @@ def _parse_baseline(data: Any, file: str) -> Profiles:
 
 
 def _read(path: Path, where: str) -> Any:
-    from nvcre_hera.spec_load import parse_yaml
+    from nvcre_hera.safe_yaml import parse_yaml
 
     try:
         text = path.read_text(encoding="utf-8")
