@@ -502,15 +502,27 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
 
 
 def _shared_threshold_hint(entry: dict, category: dict) -> None:
-    """A run over several architectures whose GPU missed a threshold written for every GPU: say where its own go
-    (an A100 held to an H100 figure is the usual case, and nothing else in the report would suggest it)."""
+    """A GPU that missed an explicit threshold written for every GPU: say where its own go. In a run over several
+    architectures, whenever it misses one (an A100 held to an H100 figure is the usual case); in a run over one, when
+    every group missed it (a healthy GB300 rack held to an H100 number fails all its nodes alike: more likely the
+    wrong figure than a bad fleet). Nothing else in the report would suggest it."""
     shared = set(category.get("sharedThresholds") or [])
-    missed = [t["metric"] for t in entry["thresholds"] if not t["passed"] and t["metric"] in shared]
-    if category.get("gpu") and missed:
-        gpu = category["gpu"]
+    missed = [t["metric"] for t in entry["thresholds"] if not t["passed"] and t["metric"] in shared
+              and (t.get("source") or {}).get("kind", "explicit") == "explicit"]
+    gpu = category.get("gpu") or category.get("thresholdGpu")
+    if not missed or not gpu or gpu == "unknown":
+        return
+    if category.get("gpu"):
         entry["hint"] = (f"{', '.join(missed)}: the threshold given applies to every GPU architecture; to hold "
                          f"{gpu} nodes to their own, set thresholds.{gpu}.{missed[0]} (README \"Mixed GPU "
                          f"architectures\")")
+        return
+    groups = [g for g in entry["groups"] if g.get("nodes")]
+    if groups and all(g["status"] == "Failed" for g in groups):
+        entry["hint"] = (f"{'every group' if len(groups) > 1 else 'the one group'} missed {', '.join(missed)}, a "
+                         f"threshold written for every GPU: if it is "
+                         f"another GPU's figure, judge {gpu} by its own with thresholdProfile: default or "
+                         f"thresholds.{gpu}.{missed[0]} (README \"Thresholds on any cluster\")")
 
 
 def _named_set(ranges: Any, count: Any, names: dict[int, str]) -> dict:

@@ -154,3 +154,20 @@ def test_fleet_relative_on_one_node_is_incomplete_not_passed():
     report = certify("fleet-relative.yaml", "one-node").report
     assert report["result"] == "INCOMPLETE" and report["failedNodes"] == []
     assert all(c["thresholds"][0]["reason"] == "FleetTooSmall" for c in report["categories"])
+
+
+@pytest.mark.parametrize("cert", ["full-scale.yaml", "intra-node.yaml"])
+def test_a_healthy_gb300_held_to_h100_figures_is_told_where_its_own_go(cert):
+    """The H100 numbers of these examples fail every GB300 tray alike: the card says how to judge a GB300 by its own
+    (the profile), and the profile example passes the same cluster."""
+    report = certify(cert, "gb300-nvl72").report
+    assert report["result"] == "FAILED"
+    hinted = [c for c in report["categories"] if c["status"] == "Failed"]
+    assert hinted and all("thresholdProfile: default or thresholds.gb300.busBandwidthGBps" in c["hint"]
+                          for c in hinted)
+    assert certify(f"profile-{cert}", "gb300-nvl72").report["result"] == "PASSED"
+
+
+def test_no_hint_when_only_some_groups_miss_a_threshold():
+    report = certify("intra-node.yaml", "slow-gpu").report
+    assert report["result"] == "FAILED" and not any(c.get("hint") for c in report["categories"])

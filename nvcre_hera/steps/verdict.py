@@ -125,10 +125,10 @@ def _category_input(cat: dict, disc: dict, summary: dict, results: dict[int, Any
         **({"thresholdNotice": notice} if notice else {}),
         **({"nic": disc["nic"]} if disc.get("nic") else {}),
         **({"diagnose": verdict} if flat is not None and verdict is not None else {}),
+        # the thresholds written for every GPU, and the GPU they judge here (for the judge's hint; not reported)
+        "sharedThresholds": sorted(m for m, src in sources.items() if not src.get("gpu")), "thresholdGpu": gpu,
         # a run over several architectures: which one this entry judges (the report repeats the category per GPU)
-        **({"index": cat["index"], "gpu": gpu, "gpuProduct": share.get("gpuProduct"),
-            "sharedThresholds": sorted(m for m, src in sources.items() if not src.get("gpu"))}
-           if share is not None else {}),
+        **({"index": cat["index"], "gpu": gpu, "gpuProduct": share.get("gpuProduct")} if share is not None else {}),
     }
 
 
