@@ -69,6 +69,15 @@ def threshold_metrics(options: dict[str, Any]) -> list[str]:
     return sorted(names)
 
 
+def profile_unknown_gpu(options: dict[str, Any], gpu: str) -> bool:
+    """A thresholdProfile is set and knows nothing of this GPU: the category cannot be judged as asked (INCOMPLETE,
+    never a pass on "no thresholds"), unlike a profile that knows the GPU and has no sourced floor ("none known")."""
+    profile = options.get(PROFILE_KEY)
+    if not options.get("thresholdProfile") or profile is None:
+        return False
+    return (gpu or "unknown").lower() not in profile and ANY_GPU not in profile
+
+
 def profile_notice(options: dict[str, Any], gpu: str) -> str | None:
     """Why a category with a profile got no floor from it on this GPU, or None."""
     profile = options.get(PROFILE_KEY)
@@ -77,12 +86,13 @@ def profile_notice(options: dict[str, Any], gpu: str) -> str | None:
     gpu = (gpu or "unknown").lower()
     if gpu not in profile and ANY_GPU not in profile:
         return (f"thresholdProfile {options['thresholdProfile']}: no profile for GPU {gpu} (it has: "
-                f"{', '.join(sorted(profile)) or 'none'}), so no floor from it")
+                f"{', '.join(sorted(profile)) or 'none'}), so this category is not judged as asked: give thresholds "
+                f"for {gpu} (thresholds.{gpu}.<metric>) or a baseline of a run on it (nvcre baseline)")
     if not profile.get(gpu, profile.get(ANY_GPU)):
         return (f"thresholdProfile {options['thresholdProfile']}: no sourced floor for this category and scale on "
                 f"{gpu} (none known)")
     return None
 
 
-__all__ = ["ANY_GPU", "PROFILE_KEY", "THRESHOLDS_FROM_KEY", "explicit_thresholds", "profile_notice",
+__all__ = ["ANY_GPU", "PROFILE_KEY", "THRESHOLDS_FROM_KEY", "explicit_thresholds", "profile_notice", "profile_unknown_gpu",
            "select_thresholds", "threshold_metrics"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 
 import pytest
@@ -145,6 +147,26 @@ def test_a_category_without_a_sourced_floor_says_so_in_the_report():
     all_reduce, loopback = report["categories"]
     assert all_reduce["thresholdsSet"] and "thresholdNotice" not in all_reduce
     assert "none known" in loopback["thresholdNotice"] and not loopback["thresholdsSet"]
+
+
+def test_a_profile_that_knows_nothing_of_the_gpu_is_incomplete_never_a_pass(tmp_path, capsys):
+    """A profile of H200 figures used on a run over H100 nodes, with no threshold of its own: nothing judges the run
+    as the user asked, so the category is Incomplete (exit 1) with the reason, not "No thresholds set" and PASSED.
+    With an explicit threshold beside it, that one judges and the run can pass."""
+    profile = {**PROFILE_NO_SOURCE, "gpu": "h200", "categories": {"communication/nccl-all-reduce": {"full-scale": {
+        "busBandwidthGBps": {"figure": 350, "source": "https://example.org/h200-run: 350 GB/s"}}}}}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(profile))
+    cluster = str(ROOT / "examples" / "clusters" / "healthy-h100-16.yaml")
+    path = _write(tmp_path, {"thresholdProfile": "p.yaml"})
+    assert main(["certify", str(path), "--cluster", cluster, "--out", str(tmp_path / "o1"), "--quiet"]) == 1
+    report = json.loads((tmp_path / "o1" / "report.json").read_text())
+    cat = report["categories"][0]
+    assert report["result"] == "INCOMPLETE" and cat["status"] == "Incomplete" and report["failedNodes"] == []
+    assert "no profile for GPU h100 (it has: h200)" in cat["incomplete"] and "not judged as asked" in cat["incomplete"]
+    assert "Incomplete: thresholdProfile p.yaml: no profile for GPU h100" in capsys.readouterr().out
+    explicit = _write(tmp_path, {"thresholdProfile": "p.yaml", "thresholds": {"busBandwidthGBps": "value >= 100.0"}},
+                      name="c2.yaml")
+    assert main(["certify", str(explicit), "--cluster", cluster, "--out", str(tmp_path / "o2"), "--quiet"]) == 0
 
 
 def test_the_docs_table_lists_every_floor():

@@ -288,6 +288,8 @@ def _category_box(c: dict) -> list[str]:
         lines += [head, *("  " + threshold_line(t) for t in c.get("thresholds") or [])]
     elif not c.get("diagnose"):  # diagnose judges bandwidth in its planner; its lines follow
         lines.append(NO_THRESHOLDS)
+    if c.get("thresholdNotice") and c["thresholdNotice"] not in str(c.get("incomplete") or ""):  # no floor: why
+        lines.append(f"Profile:    {clean(c['thresholdNotice'])}")
     if c.get("hint"):
         lines.append(f"Hint: {clean(c['hint'])}")
     if c.get("diagnose"):

@@ -122,6 +122,8 @@ def _category(c: dict) -> str:
             parts.append(f"<p><em>Hint: {_e(c['hint'])}</em></p>")
     elif not c.get("diagnose"):  # diagnose judges bandwidth in its planner: its section says how
         parts.append(f"<p><em>{_e(NO_THRESHOLDS)}</em></p>")
+    if c.get("thresholdNotice") and c["thresholdNotice"] not in str(c.get("incomplete") or ""):
+        parts.append(f"<p><em>Profile: {_e(c['thresholdNotice'])}</em></p>")
     parts.append('<div class="charts">' + "".join(category_charts(c)) + "</div>")
     if c.get("diagnose"):
         parts.append(_diagnose(c["diagnose"]))

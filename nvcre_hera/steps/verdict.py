@@ -14,7 +14,7 @@ from nvcre_hera.report.card import describe_evidence, render_card
 from nvcre_hera.steps.io import Outputs, flatten_runs
 from nvcre_hera.steps.metric_outputs import status_outputs
 from nvcre_hera.steps.verdict_outputs import write_outputs
-from nvcre_hera.threshold_select import profile_notice, select_thresholds
+from nvcre_hera.threshold_select import profile_notice, profile_unknown_gpu, select_thresholds
 
 
 def add_threshold_notices(report: dict, inputs: list[dict], log: Callable[[str], None]) -> None:
@@ -109,6 +109,10 @@ def _category_input(cat: dict, disc: dict, summary: dict, results: dict[int, Any
         if flat is not None and isinstance(planned, list):
             flat = with_missing_groups(flat, planned, entry.key)
     incomplete = part.get("incomplete")
+    if profile_unknown_gpu(cat["options"], gpu) and not thresholds:
+        # asked to be judged by a profile that knows nothing of this GPU, and no threshold of its own: never a pass
+        # on "no thresholds set"
+        incomplete = "; ".join(x for x in (incomplete, notice) if x)
     if incomplete and isinstance(verdict, dict) and not (verdict.get("measured") or {}).get("runs"):
         flat = []  # diagnose could run no job at this scale: nothing measured is no failure of the nodes
     if not flat and tested == 0:
