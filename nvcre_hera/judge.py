@@ -246,7 +246,10 @@ def _judge_group(name: str, runs: list[dict], thresholds: dict, compiled: dict,
     # WorkloadSchedulingBlocked: the longest time a repeat's pods waited unschedulable (off timeoutPerJob)
     blocked = [r["schedulingBlocked"] for r in runs if isinstance(r.get("schedulingBlocked"), dict)]
     curve = _curve(ok_runs)
+    # the transport NCCL logged for the traffic (NET/IB, NET/Socket, P2P/NVLink ...), each once: what carried it
+    transports = sorted({str(r["transport"]) for r in runs if r.get("transport")})
     group = {"name": name, "nodes": nodes, "status": "Failed" if reasons else "Passed",
+             **({"transport": transports} if transports else {}),
              # Unpinned: the scheduler chose the nodes and the step does not know which: a count, no names
              **({"unpinned": True, "nodeCount": max(int(r.get("nodeCount") or 0) for r in runs)} if unpinned else {}),
              **({"warnings": warnings} if warnings else {}),  # NCCL WARN lines: kept, never a failure by themselves

@@ -96,3 +96,24 @@ def test_cli_report_format_ctrf(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(capsys.readouterr().out)
     _validator().validate(doc)
     assert doc["reportFormat"] == "CTRF"
+
+
+def test_each_test_says_which_transport_carried_its_traffic() -> None:
+    """AICR asks for the transport that carried the traffic: the one NCCL logged, per group, in the report and in
+    CTRF `extra`. On the socket-fallback example the faulty node's tests ran over NET/Socket, the others over IB."""
+    import yaml
+
+    from nvcre_hera.local_run import run_local
+    from nvcre_hera.report.ctrf import render_ctrf
+
+    cluster = ROOT / "examples" / "clusters" / "socket-fallback.yaml"
+    fallen = {f["node"] for f in yaml.safe_load(cluster.read_text())["spec"]["faults"] if f["kind"] == "socket-fallback"}
+    report = run_local(str(ROOT / "examples" / "certifications" / "intra-node.yaml"), str(cluster)).report
+    loopback = next(c for c in report["categories"] if c["variant"] == "nccl-loopback")
+    by_node = {g["nodes"][0]: g.get("transport") for g in loopback["groups"]}
+    assert fallen and all(by_node[n] == ["NET/Socket"] for n in fallen)
+    assert all(t and "NET/Socket" not in t for n, t in by_node.items() if n not in fallen)
+    ctrf = json.loads(render_ctrf(report))
+    tests = {t["extra"]["nodes"][0]: t["extra"].get("transport") for t in ctrf["results"]["tests"]
+             if t["extra"].get("category") == "communication/nccl-loopback"}
+    assert tests == by_node

@@ -102,6 +102,7 @@ def _group_test(category: dict, group: dict, failed: dict | None) -> dict:
                   **({"nodeCount": group.get("nodeCount"), "unpinned": True} if group.get("unpinned") else {}),
                   "reasons": list(group.get("reasons") or []), "metrics": dict(group.get("metrics") or {}),
                   "repeats": group.get("repeats"),
+                  **({"transport": list(group["transport"])} if group.get("transport") else {}),
                   **({"schedulingBlocked": dict(group["schedulingBlocked"])} if group.get("schedulingBlocked") else {}),
                   **({"reason": failed.get("reason"), "blamedNodes": list(failed.get("blamedNodes") or [])}
                      if failed else {})}}
