@@ -449,6 +449,8 @@ def judge_category(category: dict) -> tuple[dict, list[dict]]:
         "enableMNNVL": bool(category.get("enableMNNVL", False)), "thresholdsSet": bool(thresholds),
         "thresholds": [], "metrics": {}, "bandwidth": [], "groups": [], "failedGroups": [],
         **({"incomplete": str(incomplete)} if incomplete else {}),
+        # why a thresholdProfile gave this category no floor on its GPU (threshold_select.profile_notice)
+        **({"thresholdNotice": str(category["thresholdNotice"])} if category.get("thresholdNotice") else {}),
         # which NIC resource the workers requested, and from where (detected | nicResourceName | none | ...)
         **({"nicResource": dict(category["nic"])} if category.get("nic") else {})}
     sources = category.get("thresholdSources")

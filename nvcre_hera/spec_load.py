@@ -409,6 +409,5 @@ __all__ = [
     "merge_options",
     "parse_certification",
     "parse_yaml",
-    "produced_only",
     "resolve_categories",
 ]

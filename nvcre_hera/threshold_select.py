@@ -23,16 +23,6 @@ PROFILE_KEY = "profileThresholds"  # {gpu: {metric: {"expression", "kind", "from
 THRESHOLDS_FROM_KEY = "thresholdsFrom"  # where the explicit thresholds were written (file: spec path)
 
 
-def explicit_thresholds(options: dict[str, Any], gpu: str) -> dict[str, str]:
-    """The explicit thresholds for `gpu`: plain keys, overridden key by key by the `thresholds.<gpu>` block."""
-    written = options.get("thresholds") or {}
-    out = {m: e for m, e in written.items() if isinstance(e, str)}
-    own = written.get(gpu)
-    if isinstance(own, dict):
-        out.update(own)
-    return out
-
-
 def select_thresholds(options: dict[str, Any], gpu: str) -> tuple[dict[str, str], dict[str, dict]]:
     """(thresholds {metric: CEL}, sources {metric: {"kind": explicit|profile|baseline, "from": where}}) for one
     category's options on one GPU architecture (h100, gb300, ..., or unknown)."""
@@ -94,5 +84,5 @@ def profile_notice(options: dict[str, Any], gpu: str) -> str | None:
     return None
 
 
-__all__ = ["ANY_GPU", "PROFILE_KEY", "THRESHOLDS_FROM_KEY", "explicit_thresholds", "profile_notice", "profile_unknown_gpu",
+__all__ = ["ANY_GPU", "PROFILE_KEY", "THRESHOLDS_FROM_KEY", "profile_notice", "profile_unknown_gpu",
            "select_thresholds", "threshold_metrics"]

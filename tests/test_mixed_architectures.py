@@ -12,18 +12,17 @@ import pytest
 import yaml
 
 from nvcre_hera.cli import main
-from nvcre_hera.compile.plan import CompileOptions, workflow_plan
 from nvcre_hera.job_preview import preview_objects
 from nvcre_hera.local_run import run_local
 from nvcre_hera.platform import GPU_PRODUCT_LABEL, node_labels, node_name, split_by_architecture
 from nvcre_hera.report import render
 from nvcre_hera.report.nvsentinel import result_configmaps
 from nvcre_hera.sim.cluster import load_sim_cluster
-from nvcre_hera.spec_load import parse_certification, resolve_categories
 from nvcre_hera.steps.discover import discover
 from nvcre_hera.steps.io import Outputs
 from nvcre_hera.steps.metric_outputs import status_outputs
 from nvcre_hera.threshold_select import select_thresholds
+from test_steps import plan_for
 
 ROOT = Path(__file__).resolve().parent.parent
 CERTS = ROOT / "examples" / "certifications"
@@ -45,11 +44,6 @@ spec:
 {extra}
   categories: {categories}
 """
-
-
-def plan_for(categories: str, extra: str = "") -> dict:
-    cert = parse_certification(cert_text(categories, extra))
-    return workflow_plan(cert, resolve_categories(cert), CompileOptions(step_image="img"))
 
 
 def discovered(plan: dict, cluster_path: Path) -> tuple[dict, dict]:

@@ -6,7 +6,6 @@ from nvcre_hera.threshold_select import (
     ANY_GPU,
     PROFILE_KEY,
     THRESHOLDS_FROM_KEY,
-    explicit_thresholds,
     profile_notice,
     select_thresholds,
     threshold_metrics,
@@ -75,8 +74,8 @@ def test_baseline_rules_for_any_gpu_and_their_kind():
 
 def test_explicit_thresholds_plain_keys_for_an_unknown_gpu():
     opts = {"thresholds": {"busBandwidthGBps": "value >= 300", "h100": {"algBandwidthGBps": "value >= 1.0"}}}
-    assert explicit_thresholds(opts, "unknown") == {"busBandwidthGBps": "value >= 300"}
-    assert explicit_thresholds(opts, "h100") == {"busBandwidthGBps": "value >= 300", "algBandwidthGBps": "value >= 1.0"}
+    assert select_thresholds(opts, "unknown")[0] == {"busBandwidthGBps": "value >= 300"}
+    assert select_thresholds(opts, "h100")[0] == {"busBandwidthGBps": "value >= 300", "algBandwidthGBps": "value >= 1.0"}
 
 
 def test_threshold_metrics_are_every_metric_some_gpu_may_be_judged_on():

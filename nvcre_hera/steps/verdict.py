@@ -17,15 +17,6 @@ from nvcre_hera.steps.verdict_outputs import write_outputs
 from nvcre_hera.threshold_select import profile_notice, profile_unknown_gpu, select_thresholds
 
 
-def add_threshold_notices(report: dict, inputs: list[dict], log: Callable[[str], None]) -> None:
-    """A category whose thresholdProfile gave no floor on its GPU says so (its metrics are then judged by the
-    explicit thresholds alone, or recorded and not judged). `inputs` are the judge's, in its report's order."""
-    for entry, given in zip(report.get("categories") or [], inputs):
-        if given.get("thresholdNotice"):
-            entry["thresholdNotice"] = given["thresholdNotice"]
-            log(f"judge: {entry.get('domain')}/{entry.get('variant')}: {given['thresholdNotice']}")
-
-
 def _judged_value(expr: str, low: float, high: float) -> float:
     """Of a metric's lowest and highest value over diagnose's jobs, the one its threshold rejects (else the lowest):
     diagnose accepts only interval thresholds, so if both ends pass, every job between them passes too."""
@@ -149,7 +140,9 @@ def judge_step(plan: dict[str, Any], summary: dict, results: dict[int, Any], out
                                               (groups or {}).get(cat["index"]), gpu, share))
     generated = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")  # when this judge ran (wall clock)
     report = judge(plan["name"], summary, categories, generated_at=generated)
-    add_threshold_notices(report, categories, log)
+    for given in categories:
+        if given.get("thresholdNotice"):
+            log(f"judge: {given['domain']}/{given['variant']}: {given['thresholdNotice']}")
     card = render_card(report)
     for line in card.splitlines():
         log(line)
