@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nvcre_hera.diagnose import halving
+from nvcre_hera.diagnose import halving, screens
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.state import Ctx
 
@@ -39,6 +39,8 @@ def failed(ctx: Ctx, test_id: str) -> bool:
     here, the verdict's `unresolved` says that)."""
     if ctx.state["st"] == "halving":
         return halving.fails(ctx, test_id)
+    if screens.is_screen(ctx, test_id):
+        return screens.failed(ctx, test_id)
     if ctx.value(test_id) is None:
         return True
     r = ctx.ratio(test_id)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nvcre_hera.diagnose import adaptive, halving, history, intermittent
+from nvcre_hera.diagnose import adaptive, halving, history, intermittent, screens
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import confidence
 from nvcre_hera.diagnose.items import refresh_accused
@@ -43,7 +43,7 @@ def plan(state: dict | None, results: Sequence[dict], config: dict, now: float |
     elif not state.get("done"):
         ctx.learn()
         cleared_before = bytearray(ctx.ok)
-        (adaptive if state["st"] == "adaptive" else halving).absorb(ctx)
+        _phase(state).absorb(ctx)
         history.close_round(ctx, cleared_before, now)
     return _next(ctx)
 
@@ -62,20 +62,29 @@ def _init(ctx: Ctx, strategy: str, results: Sequence[dict], config: dict) -> boo
     if full is not None and value is not None and threshold is not None and value >= float(threshold):
         st["done"] = True  # the group meets the user's floor: nothing to localize
         return False
-    if strategy == "adaptive":
+    if strategy == "adaptive" and screens.enabled(config, st["n"]):
+        screens.start(ctx, None if value is None else float(value), full is not None and value is None)
+    elif strategy == "adaptive":
         adaptive.start(ctx, None if value is None else float(value), full is not None)
     else:
         halving.start(ctx)
     return True
 
 
+def _phase(state: dict):
+    """The module that plays the search now: the screens first (when on), then the strategy."""
+    if screens.active(state):
+        return screens
+    return adaptive if state["st"] == "adaptive" else halving
+
+
 def _next(ctx: Ctx) -> dict:
     st = ctx.state
-    mod = adaptive if st["st"] == "adaptive" else halving
+    mod = _phase(st)
     if st.get("done") or mod.finished(ctx):
         st["done"] = True
         return _answer(ctx, [])
-    if st["st"] == "adaptive":
+    if mod is adaptive:
         adaptive.refresh(ctx)
     rnd = Round(ctx)
     if st["round"] < int(ctx.config.get("maxRounds") or 48):
@@ -160,7 +169,8 @@ def suspects(state: dict) -> list[dict]:
         out.append({
             "node": a["node"],
             "reason": crash_reason if crashed else "ThresholdViolation",
-            "detail": None if crashed else "Intermittent" if flapping else "BandwidthDeficit",
+            "detail": None if crashed else "Intermittent" if flapping else screens.DETAIL.get(a.get("sk"),
+                                                                                                "BandwidthDeficit"),
             "deficit": None if fp is None else round(max(0.0, 1.0 - fp), 3),
             "evidence": [{"test": t, "ratio": r} for t, r in a.get("ev", [])],
             "confidence": intermittent.confidence_of(a) if flapping else confidence(a.get("L", 0.0)),

@@ -71,7 +71,9 @@ class Ctx:
                 for x in members:
                     if 0 <= x < self.n:
                         self.clique_of[x] = ci
-        self.ref = Reference(state["ev"], config.get("baselineGBps"), float(config.get("noise") or 0.03))
+        # the noise prior: the config's, raised to the spread the screens measured on this very group (`screens`)
+        sigma0 = max(float(config.get("noise") or 0.03), float(state.get("s0") or 0.0))
+        self.ref = Reference(state["ev"], config.get("baselineGBps"), sigma0)
         self.ok = ns.bits_decode(state["ok"], self.n)
         self.values: dict[str, float | None] = {}
         self.meta: dict[str, list] = dict(state.get("out") or {})
@@ -87,6 +89,8 @@ class Ctx:
         # when the whole round came back empty (on Argo a failed round's aggregated outputs are an empty list)
         self.oids: dict[str, int] = {}
         for tid, m in self.meta.items():
+            if len(m) > 3:  # a single-node screen: judged against its own kind (`screens`), never the reference
+                continue
             self.oids[tid] = self.ref.add(self.values.get(tid), m[0], bool(m[1]), len(m) < 3)
         state["out"] = {}
 
@@ -189,6 +193,16 @@ class Round:
             self.net += net
             ids.append(tid)
         return ids
+
+    def add_screen(self, x: int, kind: str) -> str | None:
+        """Schedule a single-node screen of `kind` on node `x` (no network slot); returns its test id."""
+        if self.busy[x]:
+            return None
+        tid = f"r{self.number}-t{len(self.tests)}"
+        self.tests.append({"id": tid, "nodes": [x], "network": False, "kind": kind})
+        self.ctx.state["out"][tid] = [1, 0, 1, kind, x]
+        self.busy[x] = 1
+        return tid
 
     def reserve(self, nodes: Sequence[int]) -> None:
         """Hold nodes out of later picks this round (e.g. partners chosen before their job is added)."""

@@ -1,0 +1,235 @@
+"""Single-node screens: the first phase of `adaptive` when the config names `screens` (docs/diagnose-screens.md).
+
+A cluster offers some tests for free: a job on one node uses no scale-out switch port, so every node can run one at
+once, and it starts faster than any multi-node job (sim/model.py `startup_s`). Two see most node faults:
+
+* ``loopback``: NCCL through the node's own NICs (SHM and P2P off): a slow or flapping NIC, never NVLink or the GPUs;
+* ``intra``: the category's all-reduce inside the node: the GPUs and NVLink, never the NIC.
+
+Each round every node runs its next screen; a node is compared with the others of the same kind (the healthy
+majority), never with a number it was told. The spread is estimated from the first full round of a kind:
+σ̂ = 1.4826·MAD/median, raised by its own uncertainty (× (1 + 2/√n)) and floored at 0.5 %. A value below
+1 − Z·σ̂ of the median is *low*; a low node screens the same kind again, and is accused after `need` lows in a row,
+where `need` keeps the chance that a healthy node dips that often anywhere in the group under ALPHA, with the
+dip rate estimated from the lows that a re-screen cleared (nodes that dipped once and then measured healthy).
+A screen that crashes or sends no value accuses its node at once (fail closed), keeping what its test said.
+
+Then one multi-node job of every node not accused, V0, asks whether the accusations explain the failure: it
+passes when it meets the user's threshold, or without one, when it runs clearly (3σ̂) above the failing
+full-group run. Passing ends the diagnose; failing hands the rest to the `adaptive` search with V0 as its failing
+measurement (what the screens cannot see: a link between two nodes, a node that hid in its screens). Without a
+threshold or a failing run there is nothing to compare V0 with: the search starts on the rest as an unknown root.
+
+State ``st["sc"]``: ``k`` the kinds, ``p`` one character per node (the index of its next kind, ``a`` accused),
+``ref`` per kind [median, σ̂], ``c`` per kind [screens, cleared lows], ``low`` the nodes now low
+({node: [kind index, [[test id, ratio], ...]]}), ``f`` the failing full run's value, ``ph`` the phase
+(``s`` screens, ``v`` V0 asked, ``x`` over). Screen values never enter the multi-node healthy reference.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from nvcre_hera.diagnose import adaptive
+from nvcre_hera.diagnose import nodesets as ns
+from nvcre_hera.diagnose.evidence import CRASH_LLR, llr
+from nvcre_hera.diagnose.state import Ctx, Round
+
+KINDS = ("loopback", "intra")
+#: screens run from this many nodes up: below it, a median of few nodes is a poor yardstick and the screen rounds
+#: cost more than a search of so few nodes (measured: docs/diagnose-screens.md)
+MIN_NODES = 32
+#: and up to this many: each screen is one test item, and a round of them is stored in the Workflow
+MAX_NODES = 1024
+Z = 3.5  # a screen below 1 − Z·σ̂ of its kind's median is low
+SIGMA_FLOOR = 0.005
+SIGMA_UPPER = 2.0  # σ̂ × (1 + SIGMA_UPPER/√n): a spread estimated from n values is itself uncertain
+ALPHA = 0.005  # the chance, per diagnose, that dips alone accuse a healthy node
+MAX_SCREENS = 6
+ACCUSED = "a"
+DETAIL = {"loopback": "LoopbackDeficit", "intra": "IntraNodeDeficit"}
+
+
+def enabled(config: dict, n: int) -> bool:
+    """Whether this diagnose screens first: kinds named, and a group size where screens pay (see MIN_NODES)."""
+    kinds = config.get("screens") or []
+    return bool(kinds) and MIN_NODES <= n <= MAX_NODES
+
+
+def start(ctx: Ctx, full_value: float | None, full_crashed: bool = False) -> None:
+    kinds = [k for k in (ctx.config.get("screens") or []) if k in KINDS]
+    if not kinds:
+        raise ValueError(f"diagnoseScreens: {ctx.config.get('screens')!r} names none of {', '.join(KINDS)}")
+    ctx.state["sc"] = {"k": kinds, "p": "0" * ctx.n, "ref": {}, "c": {k: [0, 0] for k in kinds}, "low": {},
+                       "f": full_value, "ph": "s", **({"fc": 1} if full_crashed else {})}
+    ctx.state["work"] = []
+
+
+def active(state: dict) -> bool:
+    sc = state.get("sc")
+    return bool(sc) and sc["ph"] != "x"
+
+
+def is_screen(ctx: Ctx, test_id: str) -> bool:
+    m = ctx.meta.get(test_id)
+    return m is not None and len(m) > 3
+
+
+# ---------------------------------------------------------------- scheduling
+
+
+def schedule(ctx: Ctx, rnd: Round) -> None:
+    sc = ctx.state["sc"]
+    if sc["ph"] == "s":
+        kinds, p = sc["k"], sc["p"]
+        for x in range(ctx.n):
+            if p[x] != ACCUSED and int(p[x]) < len(kinds):
+                rnd.add_screen(x, kinds[int(p[x])])
+        if rnd.tests:
+            return
+        sc["ph"] = "v"  # every node screened (or accused): the multi-node check of the rest
+    rest = _rest(ctx)
+    if len(rest) < 2:
+        sc["ph"] = "x"
+        ctx.state["verified"] = True
+        return
+    ids = rnd.add([rest], healthy_candidate=False)
+    if ids:
+        sc["v"] = ids[0]
+
+
+def _rest(ctx: Ctx) -> list[int]:
+    p = ctx.state["sc"]["p"]
+    return [x for x in ns.to_nodes(ctx.state["G"]) if p[x] != ACCUSED]
+
+
+# ---------------------------------------------------------------- decisions
+
+
+def screen_ratio(ctx: Ctx, test_id: str) -> float | None:
+    """A screen's value over its kind's median (None: it crashed or sent nothing, or no median yet)."""
+    m, v = ctx.meta.get(test_id), ctx.value(test_id)
+    ref = ctx.state["sc"]["ref"].get(m[3]) if m else None
+    if v is None or not ref:
+        return None
+    return v / ref[0]
+
+
+def failed(ctx: Ctx, test_id: str) -> bool:
+    """Whether a screen of the last round failed (crashed, or low), for the round history."""
+    r = screen_ratio(ctx, test_id)
+    if ctx.value(test_id) is None:
+        return True
+    ref = ctx.state["sc"]["ref"].get(ctx.meta[test_id][3])
+    return r is not None and r < 1 - Z * ref[1]
+
+
+def spread(values: list[float]) -> tuple[float, float]:
+    """(median, σ̂) of one kind's screens: the relative MAD, scaled to a Gaussian σ, raised for small n."""
+    med = statistics.median(values)
+    mad = statistics.median(abs(v - med) for v in values)
+    sigma = 1.4826 * mad / med * (1 + SIGMA_UPPER / math.sqrt(len(values))) if med > 0 else 1.0
+    return med, max(SIGMA_FLOOR, sigma)
+
+
+def need(sc: dict, kind: str, n: int) -> int:
+    """Lows in a row that accuse a node: the fewest m with kinds·n·d̂^m ≤ ALPHA, d̂ the dip rate seen so far
+    (cleared lows over screens, one dip added so that none seen is not taken for none happening)."""
+    screens, dips = sc["c"][kind]
+    d = min(0.5, (dips + 1) / max(screens, 1))
+    m = math.log(ALPHA / (len(sc["k"]) * n)) / math.log(d)
+    return max(2, min(MAX_SCREENS, math.ceil(m)))
+
+
+def absorb(ctx: Ctx) -> None:
+    sc = ctx.state["sc"]
+    if sc["ph"] == "v":
+        _result_v0(ctx, sc.pop("v", None))
+        return
+    by_kind: dict[str, list[tuple[int, str]]] = {}
+    for tid, m in ctx.meta.items():
+        if len(m) > 3:
+            by_kind.setdefault(m[3], []).append((m[4], tid))
+    for kind, tests in by_kind.items():
+        if kind not in sc["ref"]:
+            first = [ctx.value(t) for x, t in tests if str(x) not in sc["low"]]
+            values = [v for v in first if v is not None and v > 0]
+            if values:
+                sc["ref"][kind] = [round(x, 4) for x in spread(values)]
+        ki = sc["k"].index(kind)
+        # the healthy ones first: a low cleared this round is a dip seen, which the accusations below weigh
+        lows = []
+        for x, tid in tests:
+            v, r = ctx.value(tid), screen_ratio(ctx, tid)
+            if v is not None:
+                sc["c"][kind][0] += 1
+            if v is None or r is None or r < 1 - Z * sc["ref"][kind][1]:
+                lows.append((x, tid, r))
+                continue
+            if str(x) in sc["low"]:
+                sc["c"][kind][1] += 1
+                del sc["low"][str(x)]
+            _advance(sc, x, ki + 1)
+        for x, tid, r in lows:
+            if ctx.value(tid) is None:
+                _accuse(ctx, x, kind, [[tid, None]], crashed=True)
+                continue
+            entry = sc["low"].setdefault(str(x), [ki, []])
+            entry[1].append([tid, round(r, 3)])
+            if len(entry[1]) >= need(sc, kind, ctx.n):
+                _accuse(ctx, x, kind, entry[1])
+
+
+def _advance(sc: dict, x: int, to: int | str) -> None:
+    sc["p"] = sc["p"][:x] + str(to) + sc["p"][x + 1:]
+
+
+def _accuse(ctx: Ctx, x: int, kind: str, ev: list, crashed: bool = False) -> None:
+    sc = ctx.state["sc"]
+    sc["low"].pop(str(x), None)
+    _advance(sc, x, ACCUSED)
+    if crashed:
+        fp, L = 0.0, CRASH_LLR
+    else:
+        fp = sum(r for _t, r in ev) / len(ev)
+        L = sum(llr(r, fp, sc["ref"][kind][1]) for _t, r in ev)
+    ctx.state["acc"].append({"node": x, "fp": round(fp, 4), "fo": None, "L": round(L, 3), "ev": ev[-6:], "eo": [],
+                             "pp": [], "sk": kind})
+
+
+def _result_v0(ctx: Ctx, tid: str | None) -> None:
+    """Whether the group without the accused passes; if not, the search takes the rest over."""
+    sc, st = ctx.state["sc"], ctx.state
+    sc["ph"] = "x"
+    rest = _rest(ctx)
+    v0 = ctx.value(tid) if tid else None
+    thr, full = ctx.config.get("threshold"), sc.get("f")
+    sigma = max([r[1] for r in sc["ref"].values()] + [SIGMA_FLOOR])
+    if v0 is None:
+        explained: bool | None = False
+    elif thr is not None:
+        explained = v0 >= float(thr)
+    elif full:
+        explained = v0 >= full * (1 + 3 * sigma)
+    elif sc.get("fc") and st["acc"]:  # the full run crashed: it ran without the nodes accused for it
+        explained = True
+    else:
+        explained = None  # nothing to compare V0 with: the search judges the rest from scratch
+    if explained:
+        ctx.mark_ok(rest)
+        st["verified"] = True
+        return
+    st["G"] = ns.from_nodes(rest)
+    # the search's noise prior is at least the spread the healthy majority showed here (read from the next call on)
+    st["s0"] = round(sigma, 4)
+    adaptive.start(ctx, v0, explained is False)
+
+
+def finished(ctx: Ctx) -> bool:
+    sc = ctx.state["sc"]
+    return sc["ph"] == "x" and bool(ctx.state.get("verified")) and not ctx.state["work"]
+
+
+__all__ = ["KINDS", "MAX_NODES", "MIN_NODES", "absorb", "active", "enabled", "failed", "finished", "need",
+           "schedule", "spread", "start"]

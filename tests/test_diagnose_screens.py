@@ -1,0 +1,170 @@
+"""The single-node screens phase of the adaptive planner (nvcre_hera/diagnose/screens.py).
+
+The cluster here is a stand-in written in this file: `Node` scopes (a NIC factor seen by loopback and multi-node
+jobs, a GPU factor seen by intra and multi-node jobs, a link factor seen only by multi-node jobs holding both
+ends) with Gaussian noise and uniform 10–40 % dips. It replaces the simulated cluster's performance model, so
+what is proven is the planner's logic on values of that shape, not that real loopback or intra-node nccl-tests
+separate those faults (docs/diagnose-screens.md says what the workflow runs; tests/test_diagnose_screen_run.py
+runs it on the simulated cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+
+from nvcre_hera.diagnose import screens
+from nvcre_hera.diagnose.planner import FULL_ID, plan
+
+HEALTHY = {None: 380.0, "loopback": 333.0, "intra": 470.0}
+
+
+class Cluster:
+    """Stand-in values: healthy × the scopes a job of this kind sees × noise (σ, dips)."""
+
+    def __init__(self, n, nic=None, gpu=None, links=None, crash=None, sigma=0.02, dip=0.0, seed=0):
+        self.n, self.nic, self.gpu, self.links = n, nic or {}, gpu or {}, links or {}
+        self.crash, self.sigma, self.dip = crash or {}, sigma, dip
+        self.rng = random.Random(seed)
+
+    def value(self, nodes, kind=None):
+        f = 1.0
+        for x in nodes:
+            if kind in (None, "loopback"):
+                f = min(f, self.nic.get(x, 1.0))
+            if kind in (None, "intra"):
+                f = min(f, self.gpu.get(x, 1.0))
+        if kind is None:
+            for (a, b), fl in self.links.items():
+                if a in nodes and b in nodes:
+                    f = min(f, fl)
+        v = HEALTHY[kind] * f * (1 + self.rng.gauss(0, self.sigma))
+        if self.rng.random() < self.dip:
+            v *= 1 - self.rng.uniform(0.1, 0.4)
+        return v
+
+    def result(self, test):
+        crashed = [x for x in test["nodes"] if (x, test.get("kind")) in self.crash]
+        if crashed:
+            return {"id": test["id"], "busBandwidthGBps": None, "status": "failed",
+                    "reasons": [self.crash[(crashed[0], test.get("kind"))]]}
+        return {"id": test["id"], "busBandwidthGBps": round(self.value(test["nodes"], test.get("kind")), 2),
+                "status": "ok"}
+
+
+def config(n, **extra):
+    return {"strategy": "adaptive", "nodeCount": n, "maxConcurrent": 8, "minGroupSize": 2,
+            "screens": ["loopback", "intra"], **extra}
+
+
+def drive(cluster, cfg, full=True):
+    """Run the planner to its verdict; returns (final answer, rounds of tests)."""
+    results = []
+    if full is True:
+        results = [{"id": FULL_ID, "busBandwidthGBps": cluster.value(list(range(cluster.n))), "status": "ok"}]
+    elif full:
+        results = [{"id": FULL_ID, "busBandwidthGBps": full, "status": "ok"}]
+    state, rounds = None, []
+    for _ in range(80):
+        out = plan(state, results, cfg)
+        if out["done"]:
+            return out, rounds
+        rounds.append(out["tests"])
+        results = [cluster.result(t) for t in out["tests"]]
+        state = out["state"]
+    raise AssertionError("the planner did not finish")
+
+
+def test_every_node_screens_alone_off_the_network_then_the_rest_runs_once():
+    final, rounds = drive(Cluster(64, nic={17: 0.8}), config(64))
+    first = rounds[0]
+    assert sorted(x for t in first for x in t["nodes"]) == list(range(64))
+    assert all(len(t["nodes"]) == 1 and t["network"] is False and t["kind"] == "loopback" for t in first)
+    assert {t["kind"] for t in rounds[1]} <= {"loopback", "intra"}
+    for tests in rounds:
+        nodes = [x for t in tests for x in t["nodes"]]
+        assert len(nodes) == len(set(nodes))
+    last = rounds[-1]
+    assert len(last) == 1 and "kind" not in last[0] and sorted(last[0]["nodes"]) == [x for x in range(64) if x != 17]
+    assert [s["node"] for s in final["suspects"]] == [17]
+    assert final["suspects"][0]["detail"] == "LoopbackDeficit"
+    assert final["suspects"][0]["reason"] == "ThresholdViolation"
+
+
+def test_a_slow_gpu_is_named_by_the_intra_screen_and_a_slow_nic_by_loopback():
+    final, rounds = drive(Cluster(64, nic={5: 0.8}, gpu={40: 0.75}, seed=3), config(64))
+    got = {s["node"]: s["detail"] for s in final["suspects"]}
+    assert got == {5: "LoopbackDeficit", 40: "IntraNodeDeficit"}
+    assert len(rounds) <= 2 + screens.MAX_SCREENS + 1
+
+
+def test_screens_never_count_against_the_network_cap():
+    _final, rounds = drive(Cluster(64, nic={3: 0.8}), config(64, maxConcurrent=1))
+    assert len(rounds[0]) == 64
+    assert all(sum(t["network"] for t in tests) <= 1 for tests in rounds)
+
+
+def test_dips_alone_accuse_nobody_and_the_verdict_comes_quickly():
+    """Noise-only failures: σ 5 % and 5 % dips, neither told to the planner; the full run was a dip."""
+    accused, lengths = 0, []
+    for seed in range(100):
+        c = Cluster(64, sigma=0.05, dip=0.05, seed=seed)
+        final, rounds = drive(c, config(64), full=380.0 * 0.75)
+        accused += bool(final["suspects"])
+        lengths.append(len(rounds))
+    assert accused <= 1
+    assert statistics.median(lengths) <= 4
+
+
+def test_a_crashed_screen_accuses_its_node_with_what_its_test_said():
+    c = Cluster(64, crash={(9, "intra"): "DataCorruption"})
+    final, _rounds = drive(c, config(64))
+    s = {x["node"]: x for x in final["suspects"]}
+    assert list(s) == [9]
+    assert s[9]["reason"] == "DataCorruption" and s[9]["detail"] is None
+
+
+def test_what_screens_cannot_see_goes_to_the_search():
+    """A bad link shows in multi-node jobs only: V0 fails and the search finds the pair."""
+    final, rounds = drive(Cluster(64, links={(10, 50): 0.7}, seed=1), config(64))
+    assert final["suspects"] == []
+    assert any(sorted(map(sorted, f["between"])) == [[10], [50]] for f in final["infrastructureFaults"])
+    assert len(rounds) > 3  # screens, V0, then the search
+
+
+def test_with_the_users_threshold_one_job_after_the_screens_settles_it():
+    """No failing full run handed over: the user's floor judges V0."""
+    final, rounds = drive(Cluster(64, nic={33: 0.7}), config(64, threshold=300.0), full=False)
+    assert [s["node"] for s in final["suspects"]] == [33]
+    multi = [t for tests in rounds for t in tests if "kind" not in t]
+    assert len(multi) == 1
+
+
+def test_more_dips_seen_asks_for_more_lows_before_accusing():
+    sc = {"k": ["loopback", "intra"], "c": {"loopback": [256, 0], "intra": [256, 0]}}
+    calm = screens.need(sc, "loopback", 256)
+    sc["c"]["loopback"] = [256, 20]
+    assert screens.need(sc, "loopback", 256) > calm >= 2
+
+
+def test_the_spread_is_robust_to_a_few_slow_nodes():
+    rng = random.Random(0)
+    values = [100 * (1 + rng.gauss(0, 0.03)) for _ in range(200)] + [60.0] * 10
+    med, sigma = screens.spread(values)
+    assert 98 < med < 102
+    assert 0.025 < sigma < 0.045
+
+
+def test_small_groups_and_configs_without_screens_run_the_search_alone():
+    for cfg, n in ((config(16), 16), ({**config(64), "screens": []}, 64)):
+        _final, rounds = drive(Cluster(n, nic={1: 0.8}), cfg)
+        assert not any("kind" in t for tests in rounds for t in tests)
+
+
+def test_the_state_stays_small_at_the_largest_screened_group():
+    n = screens.MAX_NODES
+    c = Cluster(n, nic={7: 0.8})
+    out = plan(None, [{"id": FULL_ID, "busBandwidthGBps": c.value(list(range(n))), "status": "ok"}], config(n))
+    out = plan(out["state"], [c.result(t) for t in out["tests"]], config(n))
+    assert len(json.dumps(out["state"])) < 64 * 1024
