@@ -1,4 +1,5 @@
-"""`nvcre bench diagnose`: the cost accounting on hand-built traces, the fault kinds, the halving sweep, bad flags."""
+"""`nvcre bench diagnose`: the cost accounting on hand-built traces, the fault kinds and their scopes in the oracle,
+the kind-aware durations, the strategies (screened), the halving sweep, bad flags."""
 
 from __future__ import annotations
 
@@ -7,15 +8,23 @@ import random
 
 import pytest
 
-from nvcre_hera.diagnose.bench import (best_halving, bench, kind_oracle, link_scores, main, model_job_minutes,
-                                       percentile, trace_costs)
-from nvcre_hera.diagnose.oracle import random_oracle
+from nvcre_hera.diagnose import bench as bench_module
+from nvcre_hera.diagnose import oracle as oracle_module
+from nvcre_hera.diagnose.bench import (best_halving, bench, expected_busbw, kind_oracle, link_scores, main,
+                                       model_job_minutes, percentile, planner_config, trace_costs)
+from nvcre_hera.diagnose.oracle import Oracle, random_oracle, run
+from nvcre_hera.sim import model
+from nvcre_hera.sim.faults import ActiveFaults, NodeCaps
+
+
+def _jobs(rounds: list[list[list[int]]]) -> list[list[dict]]:
+    return [[{"id": f"t{i}", "nodes": nodes, "network": len(nodes) > 1} for i, nodes in enumerate(r)] for r in rounds]
 
 
 def test_trace_costs_hand_built() -> None:
     # minutes of a job = its node count, so every number below is hand-computed
     rounds = [[[0, 1, 2, 3], [4, 5]], [[0, 1]], [[2]]]
-    costs = trace_costs(rounds, {2}, lambda nodes: float(len(nodes)))
+    costs = trace_costs(_jobs(rounds), {2}, lambda job: float(len(job["nodes"])))
     # round 1 lasts 4, round 2 lasts 2, round 3 lasts 1
     assert costs["wallMinutes"] == 7.0
     # 4*4 + 2*2 + 2*2 + 1*1
@@ -25,7 +34,7 @@ def test_trace_costs_hand_built() -> None:
 
 
 def test_trace_costs_only_faulty_rounds_release_at_zero() -> None:
-    costs = trace_costs([[[7]], [[7, 8]]], {7, 8}, lambda nodes: 3.0)
+    costs = trace_costs(_jobs([[[7]], [[7, 8]]]), {7, 8}, lambda job: 3.0)
     assert costs == {"wallMinutes": 6.0, "nodeMinutes": 9.0, "releaseMinutes": 0.0}
 
 
@@ -53,7 +62,7 @@ def test_kind_oracle_link_and_flapping() -> None:
     # slow-nic places its faults exactly where the old random_oracle did for the same seed
     assert truth == set(random_oracle(32, 1, 0.7, 0.03, random.Random(1)).factors)
     with pytest.raises(ValueError):
-        kind_oracle(32, 1, "nvlink", 0.8, 0.03, random.Random(1))
+        kind_oracle(32, 1, "bogus", 0.8, 0.03, random.Random(1))
 
 
 def test_best_halving_respects_recall() -> None:
@@ -88,7 +97,9 @@ def test_cli_json_per_kind(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["--fault-kind", "slow-gpu"], "not modelled"),
+    (["--fault-kind", "slow-gpu,gpu"], "unknown --fault-kind 'gpu'"),
+    (["--strategies", "adaptive,screen"], "unknown --strategies entry 'screen' (use adaptive, halving, screened)"),
+    (["--strategies", " , "], "--strategies needs at least one"),
     (["--fault-kind", "bogus"], "unknown --fault-kind"),
     (["--fault-kind", ","], "at least one kind"),
     (["--halving-margins", "abc"], "comma-separated numbers"),
@@ -114,3 +125,234 @@ def test_link_scores_hand_built() -> None:
     assert link_scores(links, reported) == (1, 1)
     assert link_scores([], reported) == (0, 3)
     assert link_scores(links, []) == (0, 0)
+
+
+# --- the oracle's scopes (sim/faults.py's table; sim/model.py's min-model) ---------------------------------------
+
+def test_kind_none_replays_main() -> None:
+    # Values printed by main's code at 99de816 (before the scopes existed) for this oracle and seed; the kind=None
+    # path must give them bit for bit, so that recorded seeds replay.
+    o = Oracle(n=16, factors={3: 0.8, 5: 0.6, 9: 0.7}, links={(1, 2): 0.75}, flaps={5: 0.5}, crashes={12})
+    rng = random.Random(42)
+    groups = ([0, 1, 2, 3], [4, 5, 6, 7], [1, 2], [5, 8], [10, 11, 12], [5], [5], [5], [5], [0])
+    assert [o.measure(g, rng)["busBandwidthGBps"] for g in groups] == [
+        281.498, 225.003, 275.872, 214.208, None, 226.415, 379.911, 143.14, 368.958, 396.016]
+    o = Oracle(n=8, factors={2: 0.8}, cliques=[[0, 1, 2, 3], [4, 5, 6, 7]])
+    rng = random.Random(3)
+    assert [o.measure(g, rng)["busBandwidthGBps"] for g in ([0, 1], [0, 1, 2, 3], [3, 4], [4, 5, 6, 7])] == [
+        799.064, 658.688, 375.537, 787.374]
+
+
+def test_kind_oracle_placements_replay_main() -> None:
+    # Placements printed by main's code at 99de816 for n=64, 3 faults, seed 7.
+    o, truth = kind_oracle(64, 3, "slow-nic", 0.8, 0.03, random.Random(7))
+    assert sorted(truth) == sorted(o.factors) == [19, 41, 50]
+    o, truth = kind_oracle(64, 3, "flapping", 0.8, 0.03, random.Random(7))
+    assert sorted(truth) == sorted(o.flaps) == sorted(o.factors) == [19, 41, 50]
+    o, truth = kind_oracle(64, 3, "link", 0.8, 0.03, random.Random(7))
+    assert not truth and sorted(o.links) == [(3, 4), (19, 41), (26, 43)]
+
+
+def _quiet(**kw) -> Oracle:
+    return Oracle(n=8, sigma=0.0, dip=0.0, **kw)
+
+
+def _values(o: Oracle, x: int, other: int) -> dict[str, float]:
+    rng = random.Random(0)
+    return {"intra": o.measure([x], rng, "intra")["busBandwidthGBps"],
+            "loopback": o.measure([x], rng, "loopback")["busBandwidthGBps"],
+            "multi": o.measure([x, other], rng)["busBandwidthGBps"]}
+
+
+# healthy, by hand: intra 470 (H100 in a node), loopback 370 x 0.9 = 333, two nodes 380 x (1 - 0.004) = 378.48
+HEALTHY = {"intra": 470.0, "loopback": 333.0, "multi": 378.48}
+
+
+def test_healthy_baselines_per_kind() -> None:
+    assert _values(_quiet(), 0, 1) == HEALTHY
+
+
+def test_healthy_baselines_are_the_sims() -> None:
+    # the sim's own model on one healthy H100 onprem node: the intra all-reduce and the loopback test
+    none = ActiveFaults()
+    o = _quiet()
+    assert o.intra_baseline == model.expected_busbw("all_reduce", ["a"], 8, "h100", "onprem", none).busbw
+    assert o.loopback_baseline == pytest.approx(model.expected_busbw("loopback", ["a"], 8, "h100", "onprem",
+                                                                     none).busbw)
+
+
+def test_slow_gpu_scope() -> None:
+    # a slow GPU lowers intra and, once below the scale-out rate, multi-node; never loopback
+    v = _values(_quiet(gpu_factors={2: 0.5}), 2, 3)
+    assert v == {"intra": 235.0, "loopback": 333.0, "multi": 235.0}
+    # 10 % slow: 423 GB/s of GPU rate is above the 378.48 scale-out rate, so a multi-node job does not see it
+    # (sim/model.py caps a member's GPU at the intra baseline x factor, not the scale-out rate)
+    v = _values(_quiet(gpu_factors={2: 0.9}), 2, 3)
+    assert v == {"intra": 423.0, "loopback": 333.0, "multi": 378.48}
+    # unaffected node, same oracle
+    assert _values(_quiet(gpu_factors={2: 0.5}), 4, 3) == HEALTHY
+
+
+def test_slow_gpu_multi_node_matches_the_sim() -> None:
+    caps = ActiveFaults(caps={"b": NodeCaps(gpu=0.5)})
+    sim = model.expected_busbw("all_reduce", ["a", "b"], 8, "h100", "onprem", caps).busbw
+    assert _values(_quiet(gpu_factors={1: 0.5}), 1, 0)["multi"] == sim == 235.0
+
+
+def test_slow_nic_scope() -> None:
+    v = _values(_quiet(factors={2: 0.8}), 2, 3)
+    assert v == {"intra": 470.0, "loopback": 266.4, "multi": 302.784}
+
+
+def test_nvlink_scope() -> None:
+    v = _values(_quiet(nvlink_factors={2: 0.6}), 2, 3)
+    assert v == {"intra": 282.0, "loopback": 333.0, "multi": 282.0}
+    # GPU and NVLink on one node: the lower bounds it
+    assert _values(_quiet(nvlink_factors={2: 0.6}, gpu_factors={2: 0.7}), 2, 3)["intra"] == 282.0
+
+
+def test_link_scope() -> None:
+    o = _quiet(links={(2, 5): 0.5})
+    rng = random.Random(0)
+    assert o.measure([2, 5], rng)["busBandwidthGBps"] == 189.24
+    assert o.measure([2, 3, 5, 6], rng)["busBandwidthGBps"] == pytest.approx(380 * (1 - 0.008) * 0.5)
+    assert o.measure([2, 3], rng)["busBandwidthGBps"] == 378.48
+    assert _values(o, 2, 3) == HEALTHY and _values(o, 5, 4) == HEALTHY
+
+
+def test_flapping_scope_and_crash() -> None:
+    o = _quiet(factors={2: 0.8}, flaps={2: 0.5}, crashes={6})
+    rng = random.Random(5)
+    loop = {o.measure([2], rng, "loopback")["busBandwidthGBps"] for _ in range(40)}
+    assert loop == {333.0, 266.4}
+    assert {o.measure([2], rng, "intra")["busBandwidthGBps"] for _ in range(40)} == {470.0}
+    for kind in (None, "intra", "loopback"):
+        assert o.measure([6], rng, kind) == {"busBandwidthGBps": None, "status": "failed"}
+
+
+def test_measure_rejects_bad_kinds() -> None:
+    with pytest.raises(ValueError):
+        _quiet().measure([0, 1], random.Random(0), "intra")
+    with pytest.raises(ValueError):
+        _quiet().measure([0], random.Random(0), "nvswitch")
+
+
+def test_bad_nodes_cover_every_scope() -> None:
+    o = _quiet(factors={1: 0.8}, gpu_factors={2: 0.8}, nvlink_factors={3: 0.8}, crashes={4}, links={(5, 6): 0.5})
+    assert o.bad_nodes() == {1, 2, 3, 4}
+
+
+def test_run_passes_each_tests_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[list[dict]] = []
+
+    def fake_plan(state, results, config):  # one round of screens, then done
+        seen.append(results)
+        if state is None:
+            return {"done": False, "state": {}, "stats": {"rounds": 1}, "tests": [
+                {"id": "s0", "nodes": [2], "network": False, "kind": "intra"},
+                {"id": "s1", "nodes": [3], "network": False, "kind": "loopback"},
+                {"id": "s2", "nodes": [4, 5], "network": True}]}
+        return {"done": True, "suspects": [], "stats": {}}
+
+    monkeypatch.setattr(oracle_module, "plan", fake_plan)
+    run(_quiet(gpu_factors={2: 0.5, 3: 0.5}), {}, random.Random(0), full=False)
+    assert seen[1] == [{"id": "s0", "busBandwidthGBps": 235.0, "status": "ok"},
+                       {"id": "s1", "busBandwidthGBps": 333.0, "status": "ok"},
+                       {"id": "s2", "busBandwidthGBps": 378.48, "status": "ok"}]
+
+
+def test_kind_oracle_gpu_and_nvlink() -> None:
+    same = set(kind_oracle(32, 2, "slow-nic", 0.8, 0.03, random.Random(4))[1])
+    o, truth = kind_oracle(32, 2, "slow-gpu", 0.5, 0.03, random.Random(4))
+    assert truth == same == set(o.gpu_factors) and not o.factors and not o.nvlink_factors
+    assert set(o.gpu_factors.values()) == {0.5}
+    o, truth = kind_oracle(32, 2, "nvlink", 0.5, 0.03, random.Random(4))
+    assert truth == same == set(o.nvlink_factors) and not o.factors and not o.gpu_factors
+
+
+def test_kind_oracle_mix_draws_all_five() -> None:
+    o, truth = kind_oracle(400, 60, "mix", 0.8, 0.03, random.Random(2))
+    plain = set(o.factors) - set(o.flaps)
+    assert plain and o.flaps and o.gpu_factors and o.nvlink_factors and o.links
+    assert truth == set(o.factors) | set(o.gpu_factors) | set(o.nvlink_factors)
+
+
+# --- durations by kind -------------------------------------------------------------------------------------------
+
+def test_model_job_minutes_intra_and_loopback_by_hand() -> None:
+    # one node: scheduling 5 + 0.4 = 5.4 s, launch 6 + 2*log2(2) = 8 s, init 1.06 s; sweep at a huge busbw:
+    # 32 sizes x 0.2 s plus 32 x 48 x α, α = 14 µs on NVLink, 25 + 10*log2(2) = 35 µs on the loopback path
+    assert model_job_minutes(1, 1e9, "intra") == pytest.approx((5.4 + 8 + 1.06 + 6.4 + 0.021504) / 60, rel=1e-6)
+    assert model_job_minutes(1, 1e9, "loopback") == pytest.approx((5.4 + 8 + 1.06 + 6.4 + 0.05376) / 60, rel=1e-6)
+    with pytest.raises(ValueError):
+        model_job_minutes(1, 1e9, "nvswitch")
+
+
+def test_screen_job_is_shorter_than_a_64_node_job() -> None:
+    o = _quiet()
+    intra = model_job_minutes(1, expected_busbw(o, [0], "intra"), "intra")
+    loop = model_job_minutes(1, expected_busbw(o, [0], "loopback"), "loopback")
+    big = model_job_minutes(64, expected_busbw(o, list(range(64))))
+    assert intra < loop < big
+    # the 64-node job's startup alone: 30 + (6 + 2*log2(65)) + (1 + 0.06*64) s ≈ 52.9 s, a screen's is 14.46 s
+    assert big - loop > (52.89 - 14.46) / 60
+
+
+def test_expected_busbw_by_kind() -> None:
+    o = _quiet(gpu_factors={0: 0.5}, factors={1: 0.8}, flaps={1: 0.5})
+    assert expected_busbw(o, [0], "intra") == 235.0
+    assert expected_busbw(o, [0], "loopback") == 333.0
+    assert expected_busbw(o, [1], "loopback") == pytest.approx(266.4)  # flapping counted as bad
+    assert expected_busbw(o, [1], "intra") == 470.0
+
+
+def test_trace_costs_prices_each_job_by_its_kind() -> None:
+    rounds = [[{"id": "a", "nodes": [0], "kind": "intra"}, {"id": "b", "nodes": [1], "kind": "loopback"},
+               {"id": "c", "nodes": [2, 3]}]]
+    price = {"intra": 1.0, "loopback": 2.0, None: 5.0}
+    costs = trace_costs(rounds, set(), lambda job: price[job.get("kind")])
+    assert costs == {"wallMinutes": 5.0, "nodeMinutes": 1.0 + 2.0 + 2 * 5.0, "releaseMinutes": 5.0}
+
+
+# --- strategies and the planner's config -------------------------------------------------------------------------
+
+def test_planner_config_has_no_noise_and_maps_screened() -> None:
+    assert planner_config("screened", 16, 8, 3) == {
+        "strategy": "adaptive", "nodeCount": 16, "cliques": None, "maxConcurrent": 8, "minGroupSize": 2,
+        "baselineGBps": None, "threshold": None, "seed": 3, "screens": ["loopback", "intra"]}
+    assert "noise" not in planner_config("adaptive", 16, 8, 3)
+    assert planner_config("halving", 16, 8, 3)["strategy"] == "halving"
+
+
+def test_bench_runs_screened_without_telling_noise(monkeypatch: pytest.MonkeyPatch) -> None:
+    configs: list[dict] = []
+
+    def spy(oracle, config, rng, **kw):
+        configs.append(dict(config))
+        return run(oracle, config, rng, **kw)
+
+    monkeypatch.setattr(bench_module, "run", spy)
+    r = bench(nodes=16, faults=1, trials=2, noise=0.05, strategies=("adaptive", "screened"), kind="slow-gpu",
+              fault_factor=0.5)
+    assert set(r["strategies"]) == {"adaptive", "screened"}
+    assert len(configs) == 4 and not any("noise" in c for c in configs)
+    assert [c.get("screens") for c in configs] == [None, None, ["loopback", "intra"], ["loopback", "intra"]]
+    assert {c["strategy"] for c in configs} == {"adaptive"}
+
+
+def test_cli_accepts_the_new_kinds_and_screened(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--nodes", "16", "--trials", "1", "--fault-kind", "slow-gpu,nvlink", "--fault-factor", "0.5",
+                 "--strategies", "halving,screened", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["kinds"]) == {"slow-gpu", "nvlink"}
+    assert set(out["kinds"]["nvlink"]["strategies"]) == {"halving", "screened"}
+
+
+def test_gpu_factor_in_a_clique_job_scales_the_clique_rate() -> None:
+    # inside one clique (800 GB/s at 2 nodes: 800 x 0.996 = 796.8) a 0.5 GPU halves the clique rate, as
+    # sim/model.py's MNNVL path does; across cliques the member is capped at 470 x 0.5 = 235
+    o = _quiet(gpu_factors={1: 0.5}, cliques=[[0, 1, 2, 3], [4, 5, 6, 7]])
+    rng = random.Random(0)
+    assert o.measure([0, 1], rng)["busBandwidthGBps"] == 398.4
+    assert o.measure([1, 4], rng)["busBandwidthGBps"] == 235.0
+    assert o.measure([4, 5], rng)["busBandwidthGBps"] == 796.8

@@ -7,9 +7,14 @@ With `--faults 0` the full-group run is a transient dip on a healthy cluster, an
 trials in which anybody was accused.
 
 What users pay is costed with the simulated cluster's duration model (`nvcre_hera.sim.model`: gang scheduling,
-launch, NCCL init and the nccl-tests all-reduce sweep at the job's expected busbw), not the planner's own
+launch, NCCL init and the nccl-tests all-reduce sweep at the job's expected busbw, on the path of the job's kind:
+a single-node `intra` screen on NVLink, a `loopback` screen through the node's NIC), not the planner's own
 `job_minutes` estimate: a round lasts as long as its longest job; wall minutes are the sum of the rounds
 (the full-group run is excluded, as for jobs); node-minutes sum nodes × job minutes over the jobs.
+
+The planner is not told the oracle's noise: it starts from its own prior and learns from what it measures.
+Strategies are the planner's (`halving`, `adaptive`) plus the bench-side `screened`: adaptive with the single-node
+loopback and intra screens switched on (`"screens": ["loopback", "intra"]`).
 """
 
 from __future__ import annotations
@@ -26,10 +31,16 @@ from nvcre_hera.diagnose.oracle import Oracle, run
 from nvcre_hera.diagnose.planner import STRATEGIES
 from nvcre_hera.sim import model
 
-#: fault kinds the oracle draws faithfully. slow-gpu and nvlink are left out: the oracle has one scope (every
-#: job sees the min member factor), so they would be slow-nic under another name.
-FAULT_KINDS = ("slow-nic", "link", "flapping", "mix")
-UNMODELLED_KINDS = ("slow-gpu", "nvlink")
+#: fault kinds the oracle draws, with the scopes of sim/faults.py's table (see `nvcre_hera.diagnose.oracle`):
+#: slow-nic a NIC factor, slow-gpu a GPU factor, nvlink an NVLink factor, link a pair factor, flapping an
+#: intermittent NIC factor; mix draws each fault's kind from the five.
+FAULT_KINDS = ("slow-nic", "slow-gpu", "nvlink", "link", "flapping", "mix")
+MIX_KINDS = FAULT_KINDS[:5]
+#: bench strategy name -> (planner strategy, extra planner config)
+BENCH_STRATEGIES: dict[str, tuple[str, dict]] = {
+    **{s: (s, {}) for s in STRATEGIES},
+    "screened": ("adaptive", {"screens": ["loopback", "intra"]}),
+}
 FLAP_PROBABILITY = 0.5  # a flapping node is slow in this share of the jobs it takes part in
 GPUS_PER_NODE = 8
 MAX_BYTES = 1 << 34  # the sim's default nccl-tests sweep end (16 GiB), 20 iterations, 1 cycle
@@ -42,21 +53,32 @@ def lower_bounds(nodes: int, faults: int, cap: int) -> dict:
     return {"jobs": jobs, "rounds": rounds}
 
 
-def model_job_minutes(nodes: int, busbw: float) -> float:
-    """Minutes of one all-reduce diagnose job on `nodes` nodes at `busbw` GB/s, from `sim.model` (§4.7)."""
+def model_job_minutes(nodes: int, busbw: float, kind: str | None = None) -> float:
+    """Minutes of one diagnose job on `nodes` nodes at `busbw` GB/s, from `sim.model` (§4.7), as the simulated
+    cluster times it (sim/cluster.py `_plan_nccl`: bus_factor(test, ranks), latency_us(path, nodes, platform)).
+
+    kind None: the all-reduce, on the "net" path across nodes ("nvlink" on one); `intra`: the single-node
+    all-reduce on "nvlink" (14 µs); `loopback`: the sim's `loopback` test on its "loopback" path, which
+    `latency_us` prices as the network floor at 2 nodes (25 + 10 µs), with the all-reduce bus factor.
+    """
+    if kind is not None and kind not in ("intra", "loopback"):
+        raise ValueError(f"unknown job kind {kind!r}")
     sched, launch, init = model.startup_s(nodes)
-    alpha = model.latency_us("net" if nodes > 1 else "nvlink", nodes, "onprem")
+    path = {"intra": "nvlink", "loopback": "loopback"}.get(kind or "", "net" if nodes > 1 else "nvlink")
+    alpha = model.latency_us(path, nodes, "onprem")
+    test = "loopback" if kind == "loopback" else "all_reduce"
     measure = model.nccl_measure_s(model.sizes(MAX_BYTES), busbw,
-                                   model.bus_factor("all_reduce", nodes * GPUS_PER_NODE), alpha, 20, 1)
+                                   model.bus_factor(test, nodes * GPUS_PER_NODE), alpha, 20, 1)
     return (sched + launch + init + measure) / 60.0
 
 
-def expected_busbw(oracle: Oracle, nodes: Sequence[int]) -> float:
-    """The oracle's noiseless value of a job (flapping nodes counted as bad: the slower sweep, an upper bound)."""
+def expected_busbw(oracle: Oracle, nodes: Sequence[int], kind: str | None = None) -> float:
+    """The oracle's noiseless value of a job of `kind` (flapping nodes counted as bad: the slower sweep, an upper
+    bound)."""
     members = set(nodes)
     f = min([oracle.factors[x] for x in members if x in oracle.factors] +
             [fl for (a, b), fl in oracle.links.items() if a in members and b in members] + [1.0])
-    return oracle.healthy(list(nodes)) * f
+    return oracle.value(list(nodes), f, kind)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -67,9 +89,9 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def trace_costs(rounds: Sequence[Sequence[Sequence[int]]], bad: set[int],
-                minutes: Callable[[Sequence[int]], float]) -> dict:
-    """Wall, node-minutes and release time of one diagnose, given each round's jobs (as node lists).
+def trace_costs(rounds: Sequence[Sequence[dict]], bad: set[int], minutes: Callable[[dict], float]) -> dict:
+    """Wall, node-minutes and release time of one diagnose, given each round's jobs as the planner's test dicts
+    (`nodes`, and `kind` for a single-node screen); `minutes(test)` prices one job.
 
     * wall: Σ over rounds of the longest job's minutes;
     * nodeMinutes: Σ over jobs of |nodes| × minutes;
@@ -79,10 +101,10 @@ def trace_costs(rounds: Sequence[Sequence[Sequence[int]]], bad: set[int],
     """
     wall = node_minutes = release = 0.0
     for jobs in rounds:
-        durations = [minutes(nodes) for nodes in jobs]
+        durations = [minutes(job) for job in jobs]
         wall += max(durations, default=0.0)
-        node_minutes += sum(len(nodes) * d for nodes, d in zip(jobs, durations))
-        if any(set(nodes) - bad for nodes in jobs):
+        node_minutes += sum(len(job["nodes"]) * d for job, d in zip(jobs, durations))
+        if any(set(job["nodes"]) - bad for job in jobs):
             release = wall
     return {"wallMinutes": wall, "nodeMinutes": node_minutes, "releaseMinutes": release}
 
@@ -106,24 +128,27 @@ def kind_oracle(n: int, faults: int, kind: str, factor: float, sigma: float, rng
                 dip: float = 0.01) -> tuple[Oracle, set[int]]:
     """The trial's ground truth for one fault kind, and the nodes a perfect diagnose accuses.
 
-    slow-nic: `faults` nodes at `factor` in every job; flapping: such nodes, slow in FLAP_PROBABILITY of their
-    jobs; link: `faults` bad links between random node pairs, at `factor` only when both ends share a job (no node
-    is at fault, so accusing an end is a false accusation; `link_scores` scores the reported infrastructure
-    faults); mix: each fault's kind drawn uniformly from the three.
+    slow-nic: `faults` nodes whose NIC runs at `factor` in every job; slow-gpu, nvlink: the same placement with
+    the GPU or NVLink factor at `factor`; flapping: the slow-nic placement, slow in FLAP_PROBABILITY of their jobs;
+    link: `faults` bad links between random node pairs, at `factor` only when both ends share a job (no node is at
+    fault, so accusing an end is a false accusation; `link_scores` scores the reported infrastructure faults);
+    mix: each fault's kind drawn uniformly from MIX_KINDS. slow-nic, flapping and link place their faults as they
+    did before slow-gpu and nvlink existed, for the same seed.
     """
     if kind not in FAULT_KINDS:
         raise ValueError(f"unknown fault kind {kind!r} (use {', '.join(FAULT_KINDS)})")
     oracle = Oracle(n=n, sigma=sigma, dip=dip)
     truth: set[int] = set()
-    if kind in ("slow-nic", "flapping"):  # the same placement as `random_oracle` for the same seed
+    if kind in ("slow-nic", "flapping", "slow-gpu", "nvlink"):  # the same placement as `random_oracle`
         truth = set(rng.sample(range(n), faults) if faults else [])
-        oracle.factors = {x: factor for x in truth}
+        scope = {"slow-gpu": oracle.gpu_factors, "nvlink": oracle.nvlink_factors}.get(kind, oracle.factors)
+        scope.update({x: factor for x in truth})
         if kind == "flapping":
             oracle.flaps = {x: FLAP_PROBABILITY for x in truth}
         return oracle, truth
     used: set[int] = set()
     for _ in range(faults):
-        k = rng.choice(FAULT_KINDS[:3]) if kind == "mix" else kind
+        k = rng.choice(MIX_KINDS) if kind == "mix" else kind
         free = [x for x in range(n) if x not in used]
         if k == "link" and len(free) >= 2:
             a, b = sorted(rng.sample(free, 2))
@@ -132,11 +157,19 @@ def kind_oracle(n: int, faults: int, kind: str, factor: float, sigma: float, rng
             continue
         x = rng.choice(free)
         used.add(x)
-        oracle.factors[x] = factor
+        {"slow-gpu": oracle.gpu_factors, "nvlink": oracle.nvlink_factors}.get(k, oracle.factors)[x] = factor
         if k == "flapping":
             oracle.flaps[x] = FLAP_PROBABILITY
         truth.add(x)
     return oracle, truth
+
+
+def planner_config(strategy: str, nodes: int, cap: int, seed: int) -> dict:
+    """The planner config of one trial for a bench strategy name. The oracle's noise is not in it: the planner
+    uses its own prior and what it measures."""
+    name, extra = BENCH_STRATEGIES[strategy]
+    return {"strategy": name, "nodeCount": nodes, "cliques": None, "maxConcurrent": cap, "minGroupSize": 2,
+            "baselineGBps": None, "threshold": None, "seed": seed, **extra}
 
 
 def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, kind: str, fault_factor: float,
@@ -150,15 +183,14 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
         full: float | bool = True
         if faults == 0:  # a healthy group that failed by a transient dip alone
             full = oracle.healthy(list(range(nodes))) * (1 - rng.uniform(0.1, 0.4))
-        config = {"strategy": strategy, "nodeCount": nodes, "cliques": None, "maxConcurrent": cap,
-                  "minGroupSize": 2, "baselineGBps": None, "threshold": None, "seed": s, "noise": noise}
+        config = planner_config(strategy, nodes, cap, s)
         if margin is not None:
             config["halvingMargin"] = margin
         trace = run(oracle, config, rng, full=full)
         acc = trace.accused
         stats = trace.final["stats"]
-        costs = trace_costs([[t["nodes"] for t in r] for r in trace.rounds], bad,
-                            lambda g: model_job_minutes(len(g), expected_busbw(oracle, g)))
+        costs = trace_costs(trace.rounds, bad, lambda job: model_job_minutes(
+            len(job["nodes"]), expected_busbw(oracle, job["nodes"], job.get("kind")), job.get("kind")))
         jobs.append(stats["jobs"])
         rounds.append(stats["rounds"])
         wall.append(costs["wallMinutes"])
@@ -225,8 +257,8 @@ def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: 
         "strategies": {},
     }
     for strategy in strategies:
-        if strategy not in STRATEGIES:
-            raise ValueError(f"unknown strategy {strategy!r} (use {', '.join(STRATEGIES)})")
+        if strategy not in BENCH_STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r} (use {', '.join(BENCH_STRATEGIES)})")
     if kind not in FAULT_KINDS:
         raise ValueError(f"unknown fault kind {kind!r} (use {', '.join(FAULT_KINDS)})")
     for strategy in strategies:
@@ -272,13 +304,21 @@ def format_table(result: dict) -> str:
 def _kinds(text: str) -> list[str]:
     kinds = [k.strip() for k in text.split(",") if k.strip()]
     for k in kinds:
-        if k in UNMODELLED_KINDS:
-            raise ValueError(f"--fault-kind {k} is not modelled: the oracle has one scope, so it would be slow-nic")
         if k not in FAULT_KINDS:
             raise ValueError(f"unknown --fault-kind {k!r} (use {', '.join(FAULT_KINDS)})")
     if not kinds:
         raise ValueError("--fault-kind needs at least one kind")
     return kinds
+
+
+def _strategies(text: str) -> list[str]:
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    for name in names:
+        if name not in BENCH_STRATEGIES:
+            raise ValueError(f"unknown --strategies entry {name!r} (use {', '.join(BENCH_STRATEGIES)})")
+    if not names:
+        raise ValueError("--strategies needs at least one strategy")
+    return names
 
 
 def _margins(text: str) -> list[float]:
@@ -298,27 +338,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--faults", type=int, default=1)
     ap.add_argument("--fault-factor", type=float, default=0.8, help="capacity of a faulty node (0.8 = 20%% slow)")
     ap.add_argument("--fault-kind", default="slow-nic",
-                    help=f"one or a comma list of {', '.join(FAULT_KINDS)} (slow-gpu, nvlink: not modelled)")
+                    help=f"one or a comma list of {', '.join(FAULT_KINDS)}")
     ap.add_argument("--halving-margins", default="",
                     help="comma list of halving margins to sweep on the same seeds; the best is halving*")
-    ap.add_argument("--noise", type=float, default=0.03, help="Gaussian σ, relative")
+    ap.add_argument("--noise", type=float, default=0.03, help="the oracle's Gaussian σ, relative (not told to the "
+                    "planner)")
     ap.add_argument("--dip", type=float, default=0.01, help="share of jobs dipping 10–40%%")
     ap.add_argument("--cap", type=int, default=8, help="maxConcurrent network jobs per round (0 = unlimited)")
     ap.add_argument("--trials", type=int, default=50)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--strategies", default="halving,adaptive")
+    ap.add_argument("--strategies", default="halving,adaptive",
+                    help=f"comma list of {', '.join(BENCH_STRATEGIES)} (screened: adaptive with the single-node "
+                    "loopback and intra screens)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
     if a.nodes < 2 or not 0 <= a.faults <= a.nodes or a.trials < 1:
         ap.error("need --nodes >= 2, 0 <= --faults <= --nodes and --trials >= 1")
     try:
         kinds = _kinds(a.fault_kind)
+        strategies = _strategies(a.strategies)
         margins = _margins(a.halving_margins)
         if "link" in kinds or "mix" in kinds:
             if 2 * a.faults > a.nodes:
                 raise ValueError("--fault-kind link needs 2 x --faults <= --nodes")
         results = [bench(a.nodes, a.faults, a.fault_factor, a.noise, a.cap, a.trials,
-                         [s.strip() for s in a.strategies.split(",") if s.strip()], a.seed, a.dip, kind, margins)
+                         strategies, a.seed, a.dip, kind, margins)
                    for kind in kinds]
     except ValueError as e:
         ap.error(str(e))
@@ -330,5 +374,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["FAULT_KINDS", "bench", "best_halving", "format_table", "kind_oracle", "link_scores", "lower_bounds", "main",
-           "model_job_minutes", "percentile", "trace_costs"]
+__all__ = ["BENCH_STRATEGIES", "FAULT_KINDS", "MIX_KINDS", "bench", "best_halving", "expected_busbw", "format_table",
+           "kind_oracle", "link_scores", "lower_bounds", "main", "model_job_minutes", "percentile", "planner_config",
+           "trace_costs"]
