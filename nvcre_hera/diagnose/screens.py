@@ -257,6 +257,13 @@ def _result_v0(ctx: Ctx, tid: str | None, final: bool) -> None:
     else:
         explained = None  # nothing to compare V0 with: the search judges the rest from scratch
     held = ns.to_nodes(sc.get("vn") or [])
+    if explained and full and not st["acc"] and not sc.get("vp"):
+        # nothing accused, so only a dip would explain the failing run: a node that fails some jobs only (flapping)
+        # passes one V0 as often as not, so the rest runs once more before the failure is put down to a dip
+        sc["vp"] = 1
+        if final:
+            sc["ph"] = "v"
+        return
     if explained:
         ctx.mark_ok(held)
         sc["vok"] = sc.get("vn") or []
