@@ -227,11 +227,20 @@ class CategoryOptions(_Model):
     max_restarts: int | None = Field(None, alias="maxRestarts", ge=0)
     # nvcre-hera extensions
     diagnose_strategy: Literal["adaptive", "halving"] | None = Field(None, alias="diagnoseStrategy")
+    # single-node screens the diagnose planner may run on every node (docs/diagnose-screens.md); [] turns them off
+    diagnose_screens: list[Literal["loopback", "intra"]] | None = Field(None, alias="diagnoseScreens", max_length=2)
     transport_check: bool | None = Field(None, alias="transportCheck")
     # nvcre-hera extensions: image facts docs/workload-facts.md could not confirm, overridable (argv elements only)
     megatron_dir: str | None = Field(None, alias="megatronDir")
     sshd_path: str | None = Field(None, alias="sshdPath")
     dcgm_host: str | None = Field(None, alias="dcgmHost")
+
+    @field_validator("diagnose_screens")
+    @classmethod
+    def _distinct_screens(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError(f"{value!r} names a screen twice (each of loopback, intra at most once)")
+        return value
 
     @field_validator("megatron_dir", "sshd_path")
     @classmethod

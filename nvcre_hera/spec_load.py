@@ -38,6 +38,7 @@ OPTION_DEFAULTS: dict[str, Any] = {
     "maxSteps": 50,
     "exitDurationMins": 30,
     "diagnoseStrategy": "adaptive",
+    "diagnoseScreens": ["loopback", "intra"],
     "transportCheck": True,
     "rdmaDeviceAccess": "devicePlugin",
 }

@@ -131,7 +131,18 @@ def test_dips_alone_accuse_nobody_and_the_verdict_comes_quickly():
         accused += bool(final["suspects"])
         lengths.append(len(rounds))
     assert accused <= 1
-    assert statistics.median(lengths) <= 4
+    # two screen rounds, a re-screen of the nodes that dipped, and V0 twice (nothing accused: only a dip explains)
+    assert statistics.median(lengths) <= 5
+
+
+def test_with_nobody_accused_the_rest_must_pass_twice_before_the_failure_is_put_down_to_a_dip():
+    """A node slow in some jobs only passes one V0 as often as not: a failure nobody explains is re-checked."""
+    final, rounds = drive(Cluster(64, seed=4), config(64), full=380.0 * 0.75)
+    multi = [sorted(t["nodes"]) for tests in rounds for t in tests if "kind" not in t]
+    assert final["suspects"] == [] and multi == [list(range(64))] * 2
+    # with an accusation that explains the failure, one V0 is enough
+    final, rounds = drive(Cluster(64, nic={8: 0.7}, seed=4), config(64))
+    assert len([t for tests in rounds for t in tests if "kind" not in t]) == 1
 
 
 def test_a_crashed_screen_accuses_its_node_with_what_its_test_said():

@@ -163,6 +163,12 @@ CASES: list[tuple[str, Mutation, str, str]] = [
      "'Pinned' or 'Unpinned'"),
     ("target-missing", lambda d: d["spec"].pop("target"), "spec.target", "required field is missing"),
     ("bool-as-string", _target(includeUnschedulable="yes"), "spec.target.includeUnschedulable", "boolean"),
+    ("diagnoseScreens-twice", _cat(0, diagnoseScreens=["intra", "intra"]),
+     "spec.categories[0].options.diagnoseScreens", "names a screen twice"),
+    ("diagnoseScreens-unknown", _global(diagnoseScreens=["nvswitch"]), "spec.options.diagnoseScreens[0]",
+     "'loopback' or 'intra'"),
+    ("diagnoseScreens-three", _global(diagnoseScreens=["loopback", "intra", "loopback"]),
+     "spec.options.diagnoseScreens", "at most 2 items"),
 ]
 
 

@@ -22,6 +22,7 @@ from nvcre_hera.compile.diagnose import CONTINUE, diagnose_template, plan_templa
 from nvcre_hera.compile.metrics import has_busbw, judge_metrics, run_metrics
 from nvcre_hera.compile.outputs import judge_artifacts, judge_output_args
 from nvcre_hera.steps.metric_outputs import NO_MEASUREMENT
+from nvcre_hera.steps.screen import loopback_entry, screens_for
 from nvcre_hera.cluster.base import DEFAULT_SCHEDULING_TIMEOUT
 from nvcre_hera.compile.plan import CompileOptions, category_task_name, workflow_plan
 from nvcre_hera.jobs import backend_for
@@ -64,6 +65,9 @@ def job_kinds(categories: list[ResolvedCategory], backend: str | None) -> list[s
     """The kinds of object the tests can create (jobs and what they depend on): cleanup lists only these, because
     the Role grants `list` on these alone (the TrainJob RBAC is an optional component)."""
     kinds = {backend_for(c.entry, backend).kind for c in categories}
+    # a diagnose loopback screen runs the catalog's loopback entry (an MPIJob) whatever the category's own kind
+    kinds |= {backend_for(loopback_entry(), backend).kind for c in categories
+              if _diagnose(c) and "loopback" in screens_for(c.options, c.entry.parser)}
     return sorted(kinds | ({"TrainingRuntime"} if "TrainJob" in kinds else set()))
 
 

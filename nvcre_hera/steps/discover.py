@@ -37,6 +37,7 @@ from nvcre_hera.platform import (
     split_by_architecture,
 )
 from nvcre_hera.steps.io import Outputs
+from nvcre_hera.steps.screen import screens_for
 from nvcre_hera.threshold_bounds import floor_of
 from nvcre_hera.threshold_select import select_thresholds
 
@@ -176,7 +177,7 @@ def nic_summary(cat: dict, detection: NicDetection, platform: str) -> tuple[dict
 
 
 def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], opts: dict,
-                   gpu: str | None = None) -> dict:
+                   gpu: str | None = None, parser: str = "") -> dict:
     has_cliques = any(CLIQUE_LABEL in node_labels(n) for n in eligible)
     cliques = topology_domains(eligible) if has_cliques else None  # racks are no NVLink domain: √N chunks then
     thresholds, _ = select_thresholds(opts, gpu or "")
@@ -184,7 +185,9 @@ def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], op
               "minGroupSize": int(opts["minGroupSize"]), "baselineGBps": None, "seed": 0,
               # the planner's pass line, from the CEL tree (the loader refused any threshold it cannot read)
               "threshold": floor_of(thresholds.get("busBandwidthGBps")),
-              "thresholds": thresholds}
+              "thresholds": thresholds,
+              # single-node screens the planner may run first (steps/screen.py): only an nccl bandwidth compares
+              "screens": screens_for(opts, parser)}
     return make_setup(target_order(all_nodes, target), sorted(node_name(n) for n in eligible), cliques, config,
                       target)
 
@@ -280,7 +283,7 @@ def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable
         if opts["testScale"] == "diagnose":  # the planner chooses the groups; names would only weigh on etcd
             out.write(f"groups-{cat['index']}", [])
             out.write(f"setup-{cat['index']}", diagnose_setup(all_nodes, plan.get("target") or {}, sets[0].nodes,
-                                                              opts, sets[0].gpu))
+                                                              opts, sets[0].gpu, plan_entry(cat).parser))
         else:
             out.write(f"groups-{cat['index']}", groups)
         nic, fabric_gap = nic_summary(cat, detection, platform) if nodes else ({}, None)

@@ -42,11 +42,13 @@ def with_missing(results: list[dict], issued: list[str]) -> list[dict]:
 def measured(carried: dict | None, aggregated: Any, thresholds: dict) -> dict:
     """Lowest and highest value of each threshold metric over every test that ran its workload (the verdict judges
     the thresholds on them: exact for the interval thresholds diagnose accepts), the tests that measured nothing
-    for a metric, and the most repeats one test ran. Carried beside the planner state: a few bytes at any size."""
+    for a metric, and the most repeats one test ran. Carried beside the planner state: a few bytes at any size.
+    A single-node screen (a result with `kind`, steps/screen.py) measures another path than the category's test
+    (a node's own NICs, or its NVLink alone), so the category's thresholds are never held against it."""
     out = json.loads(json.dumps(carried or {"metrics": {}, "runs": 0, "repeats": 0}))
     for run in flatten_runs(aggregated):
         out["repeats"] = max(out["repeats"], int(run.get("repeats") or 1))
-        if run.get("status") != "ok":
+        if run.get("status") != "ok" or "kind" in run:
             continue
         out["runs"] += 1
         ranges = run.get("ext") or {}
@@ -204,7 +206,9 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     out.write("state", pack_state({"planner": answer["state"], "jobs": ledger, "measured": seen,
                                    "issued": [t["id"] for t in tests]}))
     # Every test item is stored twice over in the Workflow (plan output, test input): ranges, not index lists.
-    out.write("tests", [{"id": t["id"], "ranges": from_nodes(t["nodes"]), "network": t.get("network", True)}
+    # `kind` (a single-node screen, steps/screen.py) only when the planner gave one: other items stay as they were
+    out.write("tests", [{"id": t["id"], "ranges": from_nodes(t["nodes"]), "network": t.get("network", True),
+                         **({"kind": t["kind"]} if "kind" in t else {})}
                         for t in tests])
     out.write("next", [0] if tests else [])
     out.write("final", {**named_verdict(answer, setup, cluster), "cleanup": ledger, "measured": seen,

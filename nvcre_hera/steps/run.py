@@ -21,6 +21,7 @@ from nvcre_hera.parsers import reasons as reason_rules
 from nvcre_hera.report.bundle import encode_gpu_results
 from nvcre_hera.steps.io import Outputs
 from nvcre_hera.steps.metric_outputs import run_outputs
+from nvcre_hera.steps.screen import UnknownScreen, screen_category
 from nvcre_hera.threshold_select import threshold_metrics
 from nvcre_hera.units import parse_duration
 
@@ -153,8 +154,18 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
              out: Outputs, log: Callable[[str], None], setup: dict | None = None) -> int:
     cat = next(c for c in plan["categories"] if c["index"] == category_index)
     diagnose = setup is not None
+    kind = group.get("kind") if diagnose else None
     if diagnose:  # a diagnose test names nodes by index (see nvcre_hera.nodeindex)
         indices = to_nodes(group["ranges"]) if "ranges" in group else list(group["nodes"])
+        if "kind" in group:  # a single-node screen: its own workload in the category's place
+            try:
+                cat = screen_category(group["kind"], cat, len(indices))
+            except UnknownScreen as err:  # a failed test, as the planner reads it; no job was created
+                log(f"run: test {group.get('id')}: {err}; no job created")
+                out.write("metrics", [{"id": str(group.get("id")), "busBandwidthGBps": None, "status": "failed",
+                                       "jobs": 0, "deleted": 0, "reasons": [str(err)], "kind": kind}])
+                return 0
+            plan = {**plan, "categories": [cat if c["index"] == category_index else c for c in plan["categories"]]}
         names = resolve(indices, setup, cluster.list_nodes())
         group = {"id": str(group["id"]), "nodes": names}
     ctx = group_context(ctx, group)
@@ -240,7 +251,7 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             log(f"run: stopping: deleted {name}: {deleted}")
         raise
     # the GPU is not known to this step: keep every metric a threshold may judge on any GPU (a few bytes)
-    out.write("metrics", diagnose_result(group["id"], results, dict.fromkeys(threshold_metrics(options), ""))
+    out.write("metrics", diagnose_result(group["id"], results, dict.fromkeys(threshold_metrics(options), ""), kind)
               if diagnose else results)
     for name, value in ({} if diagnose else run_outputs(group["id"], results[0]["nodes"] if results else [],
                                                         results)).items():
@@ -248,15 +259,17 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
     return 0
 
 
-def diagnose_result(test_id: str, runs: list[dict], thresholds: dict) -> list[dict]:
+def diagnose_result(test_id: str, runs: list[dict], thresholds: dict, kind: str | None = None) -> list[dict]:
     """The planner's input for one diagnose test, its repeats folded: the worst bandwidth (a failed repeat fails
     the test), how many jobs ran and were deleted (names only of those left behind: this travels up the
-    recursion), and each threshold metric's lowest and highest value over the repeats that ran their workload."""
+    recursion), and each threshold metric's lowest and highest value over the repeats that ran their workload.
+    A screen's result keeps its `kind`: the verdict holds no category threshold against it (plan_step.measured)."""
     values = [r["metrics"].get("busBandwidthGBps") for r in runs]
     failed = any(r["status"] != "ok" for r in runs) or any(v is None for v in values)
     out: dict[str, Any] = {"id": test_id, "busBandwidthGBps": None if failed else min(values),
                            "status": "failed" if failed else "ok", "jobs": len(runs),
-                           "deleted": sum(1 for r in runs if r["jobDeleted"])}
+                           "deleted": sum(1 for r in runs if r["jobDeleted"]),
+                           **({"kind": kind} if kind is not None else {})}
     said = sorted({str(x["reason"]) for r in runs if r["status"] != "ok" for x in r.get("reasons") or []})
     if failed and said:
         out["reasons"] = said  # names only: the planner keeps the most specific for the suspects it accuses
