@@ -89,6 +89,15 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
+def job_cost(oracle: Oracle, test: dict) -> float:
+    """Minutes of one planner test on the model: a screen batch (`each`) is one single-node job per node, all at
+    once, so it lasts as long as its slowest node's job."""
+    kind = test.get("kind")
+    if test.get("each"):
+        return max(model_job_minutes(1, expected_busbw(oracle, [x], kind), kind) for x in test["nodes"])
+    return model_job_minutes(len(test["nodes"]), expected_busbw(oracle, test["nodes"], kind), kind)
+
+
 def trace_costs(rounds: Sequence[Sequence[dict]], bad: set[int], minutes: Callable[[dict], float]) -> dict:
     """Wall, node-minutes and release time of one diagnose, given each round's jobs as the planner's test dicts
     (`nodes`, and `kind` for a single-node screen); `minutes(test)` prices one job.
@@ -189,8 +198,7 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
         trace = run(oracle, config, rng, full=full)
         acc = trace.accused
         stats = trace.final["stats"]
-        costs = trace_costs(trace.rounds, bad, lambda job: model_job_minutes(
-            len(job["nodes"]), expected_busbw(oracle, job["nodes"], job.get("kind")), job.get("kind")))
+        costs = trace_costs(trace.rounds, bad, lambda job: job_cost(oracle, job))
         jobs.append(stats["jobs"])
         rounds.append(stats["rounds"])
         wall.append(costs["wallMinutes"])
@@ -374,6 +382,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["BENCH_STRATEGIES", "FAULT_KINDS", "MIX_KINDS", "bench", "best_halving", "expected_busbw", "format_table",
+__all__ = ["BENCH_STRATEGIES", "FAULT_KINDS", "MIX_KINDS", "bench", "job_cost", "best_halving", "expected_busbw", "format_table",
            "kind_oracle", "link_scores", "lower_bounds", "main", "model_job_minutes", "percentile", "planner_config",
            "trace_costs"]

@@ -39,8 +39,6 @@ def failed(ctx: Ctx, test_id: str) -> bool:
     here, the verdict's `unresolved` says that)."""
     if ctx.state["st"] == "halving":
         return halving.fails(ctx, test_id)
-    if screens.is_screen(ctx, test_id):
-        return screens.failed(ctx, test_id)
     if ctx.value(test_id) is None:
         return True
     r = ctx.ratio(test_id)
@@ -53,10 +51,12 @@ def open_round(ctx: Ctx, tests: Sequence[dict]) -> None:
     if hist is None or not tests:
         return
     sizes: dict[int, int] = {}
-    for t in tests:
-        sizes[len(t["nodes"])] = sizes.get(len(t["nodes"]), 0) + 1
+    for t in tests:  # a screen batch is one job per node
+        size, count = (1, len(t["nodes"])) if t.get("each") else (len(t["nodes"]), 1)
+        sizes[size] = sizes.get(size, 0) + count
     again = ns.from_nodes(x for t in tests for x in t["nodes"] if ctx.ok[x])
-    hist.append([ctx.state["round"], len(tests), sorted(([k, v] for k, v in sizes.items()), reverse=True), again])
+    jobs = sum(len(t["nodes"]) if t.get("each") else 1 for t in tests)
+    hist.append([ctx.state["round"], jobs, sorted(([k, v] for k, v in sizes.items()), reverse=True), again])
 
 
 def close_round(ctx: Ctx, ok_before: bytearray | bytes, now: float | None) -> None:
@@ -66,7 +66,7 @@ def close_round(ctx: Ctx, ok_before: bytearray | bytes, now: float | None) -> No
         return
     t0 = ctx.state.get("t0")
     hist[-1].extend([
-        sum(1 for tid in ctx.meta if failed(ctx, tid)),
+        sum(screens.failed_count(ctx, tid) if screens.is_screen(ctx, tid) else int(failed(ctx, tid)) for tid in ctx.meta),
         ns.from_nodes(x for x in range(ctx.n) if ctx.ok[x] and not ok_before[x]),
         ns.from_nodes(x for x in range(ctx.n) if ok_before[x] and not ctx.ok[x]),
         max(0, round(float(now) - t0)) if t0 is not None and now is not None else None,

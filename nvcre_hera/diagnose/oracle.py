@@ -180,10 +180,18 @@ def run(oracle: Oracle, config: dict, rng: random.Random, full: float | None | b
         if cap and sum(t["network"] for t in tests) > cap:
             raise AssertionError(f"round {out['stats']['rounds']} exceeds maxConcurrent={cap}")
         rounds.append(tests)
-        wall += max(job_minutes(len(t["nodes"])) for t in tests)
-        results = [{"id": t["id"], **oracle.measure(t["nodes"], rng, t.get("kind"))} for t in tests]
+        wall += max(job_minutes(1 if t.get("each") else len(t["nodes"])) for t in tests)
+        results = [_result(oracle, t, rng) for t in tests]
         state = out["state"]
     raise AssertionError("planner did not finish")
+
+
+def _result(oracle: Oracle, test: dict, rng: random.Random) -> dict:
+    """A test's result; a screen batch (`each`) runs one job per node and answers one value per node."""
+    if not test.get("each"):
+        return {"id": test["id"], **oracle.measure(test["nodes"], rng, test.get("kind"))}
+    got = [oracle.measure([x], rng, test.get("kind")) for x in test["nodes"]]
+    return {"id": test["id"], "status": "ok", "values": [g["busBandwidthGBps"] for g in got]}
 
 
 __all__ = ["INTRA_GBPS", "LOOPBACK_GBPS", "Oracle", "SCREEN_KINDS", "Trace", "random_oracle", "run"]

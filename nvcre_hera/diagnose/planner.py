@@ -162,7 +162,7 @@ def suspects(state: dict) -> list[dict]:
         crashed = fp is not None and fp <= 0.0
         flapping = bool(a.get("i"))  # bad in some jobs only: confidence is the share of its re-runs that failed
         # a crash keeps what its tests said (DataCorruption, TransportMismatch, …), most specific first
-        said = {why[t] for t, _r in a.get("ev", []) if t in why}
+        said = {why[t] for t, _r in a.get("ev", []) if t in why} | ({a["rs"]} if a.get("rs") else set())
         crash_reason = next((r for r in SPECIFIC_REASONS if r in said), "WorkloadFailed")
         # NVCRE's vocabulary (consumers such as NVSentinel match `<variant>/<reason>`): a node isolated for its
         # bandwidth is ThresholdViolation; how it was isolated is the detail

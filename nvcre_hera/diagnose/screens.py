@@ -34,7 +34,7 @@ import statistics
 from nvcre_hera.diagnose import adaptive
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import CRASH_LLR, llr
-from nvcre_hera.diagnose.state import Ctx, Round
+from nvcre_hera.diagnose.state import SPECIFIC_REASONS, Ctx, Round
 
 KINDS = ("loopback", "intra")
 #: screens run from this many nodes up: below it, a median of few nodes is a poor yardstick and the screen rounds
@@ -47,6 +47,7 @@ SIGMA_FLOOR = 0.005
 SIGMA_UPPER = 2.0  # σ̂ × (1 + SIGMA_UPPER/√n): a spread estimated from n values is itself uncertain
 ALPHA = 0.005  # the chance, per diagnose, that dips alone accuse a healthy node
 MAX_SCREENS = 6
+MIN_BATCH, BATCHES = 32, 16
 ACCUSED = "a"
 DETAIL = {"loopback": "LoopbackDeficit", "intra": "IntraNodeDeficit"}
 
@@ -83,9 +84,14 @@ def schedule(ctx: Ctx, rnd: Round) -> None:
     sc = ctx.state["sc"]
     if sc["ph"] == "s":
         kinds, p = sc["k"], sc["p"]
+        due: dict[str, list[int]] = {}
         for x in range(ctx.n):
             if p[x] != ACCUSED and int(p[x]) < len(kinds):
-                rnd.add_screen(x, kinds[int(p[x])])
+                due.setdefault(kinds[int(p[x])], []).append(x)
+        size = batch_size(ctx.n)
+        for kind, nodes in due.items():
+            for i in range(0, len(nodes), size):
+                rnd.add_screens(nodes[i:i + size], kind)
         if "vok" not in sc and _ready(ctx):
             # the rest runs V0 beside the deciding re-screens: a node that low so often is rarely cleared now
             # (when it is, V0 did not hold it and the whole rest runs again, see `absorb`)
@@ -131,22 +137,44 @@ def _rest(ctx: Ctx) -> list[int]:
 # ---------------------------------------------------------------- decisions
 
 
-def screen_ratio(ctx: Ctx, test_id: str) -> float | None:
-    """A screen's value over its kind's median (None: it crashed or sent nothing, or no median yet)."""
-    m, v = ctx.meta.get(test_id), ctx.value(test_id)
-    ref = ctx.state["sc"]["ref"].get(m[3]) if m else None
-    if v is None or not ref:
+def batch_size(n: int) -> int:
+    """Nodes per screen batch (one test item, one job per node): at most BATCHES items a kind per round."""
+    return max(MIN_BATCH, math.ceil(n / BATCHES))
+
+
+def _batch(ctx: Ctx, test_id: str) -> list[tuple[int, float | None, str | None]] | None:
+    """A screen batch's (node, value, reason of a failed job) per node; None when its result did not come back
+    (the step failed or was lost: no evidence about any of its nodes either way)."""
+    m = ctx.meta[test_id]
+    nodes = ns.to_nodes(m[4])
+    values = ctx.screens.get(test_id)
+    if values is None or len(values) != len(nodes):
         return None
-    return v / ref[0]
+    why = ctx.screen_reasons.get(test_id) or {}
+    out = []
+    for i, (x, v) in enumerate(zip(nodes, values)):
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+        out.append((x, float(v) if ok else None, None if ok else _specific(why.get(str(i)))))
+    return out
 
 
-def failed(ctx: Ctx, test_id: str) -> bool:
-    """Whether a screen of the last round failed (crashed, or low), for the round history."""
-    r = screen_ratio(ctx, test_id)
-    if ctx.value(test_id) is None:
-        return True
-    ref = ctx.state["sc"]["ref"].get(ctx.meta[test_id][3])
-    return r is not None and r < 1 - Z * ref[1]
+def _specific(reasons) -> str | None:
+    names = {str(r) for r in reasons or []}
+    return next((r for r in SPECIFIC_REASONS if r in names), None)
+
+
+def _low(sc: dict, kind: str, v: float | None) -> bool:
+    ref = sc["ref"].get(kind)
+    return v is None or not ref or v / ref[0] < 1 - Z * ref[1]
+
+
+def failed_count(ctx: Ctx, test_id: str) -> int:
+    """How many of a batch's screens failed (crashed, or low), for the round history; all of them when its result
+    did not come back."""
+    got = _batch(ctx, test_id)
+    if got is None:
+        return ctx.meta[test_id][0]
+    return sum(1 for _x, v, _r in got if _low(ctx.state["sc"], ctx.meta[test_id][3], v))
 
 
 def spread(values: list[float]) -> tuple[float, float]:
@@ -189,36 +217,40 @@ def _pending(ctx: Ctx) -> bool:
 
 
 def _absorb_screens(ctx: Ctx, sc: dict) -> None:
-    by_kind: dict[str, list[tuple[int, str]]] = {}
+    by_kind: dict[str, list] = {}
     for tid, m in ctx.meta.items():
         if len(m) > 3:
-            by_kind.setdefault(m[3], []).append((m[4], tid))
-    for kind, tests in by_kind.items():
+            got = _batch(ctx, tid)
+            if got is None:  # nothing came back: these nodes go on unscreened, V0 (or the search) holds them
+                for x in ns.to_nodes(m[4]):
+                    sc["low"].pop(str(x), None)
+                    _advance(sc, x, len(sc["k"]))
+                continue
+            by_kind.setdefault(m[3], []).extend((x, v, why, tid) for x, v, why in got)
+    for kind, screened in by_kind.items():
         if kind not in sc["ref"]:
-            first = [ctx.value(t) for x, t in tests if str(x) not in sc["low"]]
-            values = [v for v in first if v is not None and v > 0]
+            values = [v for x, v, _w, _t in screened if v is not None and str(x) not in sc["low"]]
             if values:
                 sc["ref"][kind] = [round(x, 4) for x in spread(values)]
         ki = sc["k"].index(kind)
         # the healthy ones first: a low cleared this round is a dip seen, which the accusations below weigh
         lows = []
-        for x, tid in tests:
-            v, r = ctx.value(tid), screen_ratio(ctx, tid)
+        for x, v, why, tid in screened:
             if v is not None:
                 sc["c"][kind][0] += 1
-            if v is None or r is None or r < 1 - Z * sc["ref"][kind][1]:
-                lows.append((x, tid, r))
+            if _low(sc, kind, v):
+                lows.append((x, v, why, tid))
                 continue
             if str(x) in sc["low"]:
                 sc["c"][kind][1] += 1
                 del sc["low"][str(x)]
             _advance(sc, x, ki + 1)
-        for x, tid, r in lows:
-            if ctx.value(tid) is None:
-                _accuse(ctx, x, kind, [[tid, None]], crashed=True)
+        for x, v, why, tid in lows:
+            if v is None:
+                _accuse(ctx, x, kind, [[tid, None]], crashed=True, reason=why)
                 continue
             entry = sc["low"].setdefault(str(x), [ki, []])
-            entry[1].append([tid, round(r, 3)])
+            entry[1].append([tid, round(v / sc["ref"][kind][0], 3)])
             if len(entry[1]) >= need(sc, kind, ctx.n):
                 _accuse(ctx, x, kind, entry[1])
 
@@ -227,7 +259,7 @@ def _advance(sc: dict, x: int, to: int | str) -> None:
     sc["p"] = sc["p"][:x] + str(to) + sc["p"][x + 1:]
 
 
-def _accuse(ctx: Ctx, x: int, kind: str, ev: list, crashed: bool = False) -> None:
+def _accuse(ctx: Ctx, x: int, kind: str, ev: list, crashed: bool = False, reason: str | None = None) -> None:
     sc = ctx.state["sc"]
     sc["low"].pop(str(x), None)
     _advance(sc, x, ACCUSED)
@@ -237,7 +269,7 @@ def _accuse(ctx: Ctx, x: int, kind: str, ev: list, crashed: bool = False) -> Non
         fp = sum(r for _t, r in ev) / len(ev)
         L = sum(llr(r, fp, sc["ref"][kind][1]) for _t, r in ev)
     ctx.state["acc"].append({"node": x, "fp": round(fp, 4), "fo": None, "L": round(L, 3), "ev": ev[-6:], "eo": [],
-                             "pp": [], "sk": kind})
+                             "pp": [], "sk": kind, **({"rs": reason} if reason else {})})
 
 
 def _result_v0(ctx: Ctx, tid: str | None, final: bool) -> None:
@@ -284,5 +316,5 @@ def finished(ctx: Ctx) -> bool:
     return sc["ph"] == "x" and bool(ctx.state.get("verified")) and not ctx.state["work"]
 
 
-__all__ = ["KINDS", "MAX_NODES", "MIN_NODES", "absorb", "active", "enabled", "failed", "finished", "need",
+__all__ = ["KINDS", "MAX_NODES", "MIN_NODES", "absorb", "active", "batch_size", "enabled", "failed_count", "finished", "need",
            "schedule", "spread", "start"]

@@ -78,8 +78,14 @@ class Ctx:
         self.values: dict[str, float | None] = {}
         self.meta: dict[str, list] = dict(state.get("out") or {})
         why = state.setdefault("why", {})
+        self.screens: dict[str, list] = {}  # a screen batch's result: one value (None: that node's job failed) per node
+        self.screen_reasons: dict[str, dict] = {}
         for r in results:
             rid = str(r.get("id"))
+            if isinstance(r.get("values"), list):
+                self.screens[rid] = list(r["values"])
+                self.screen_reasons[rid] = dict(r.get("why") or {})
+                continue
             v = r.get("busBandwidthGBps")
             self.values[rid] = float(v) if (r.get("status", "ok") == "ok" and v is not None) else None
             reason = failure_reason(r)
@@ -194,14 +200,18 @@ class Round:
             ids.append(tid)
         return ids
 
-    def add_screen(self, x: int, kind: str) -> str | None:
-        """Schedule a single-node screen of `kind` on node `x` (no network slot); returns its test id."""
-        if self.busy[x]:
+    def add_screens(self, nodes: Sequence[int], kind: str) -> str | None:
+        """Schedule a batch of single-node screens of `kind`, one job per node of `nodes`, all at once and off the
+        network; returns its test id. One test item for the batch keeps a round of them small in the Workflow;
+        its result is one value per node (`values`, in the order of `nodes`)."""
+        nodes = sorted(x for x in nodes if not self.busy[x])
+        if not nodes:
             return None
         tid = f"r{self.number}-t{len(self.tests)}"
-        self.tests.append({"id": tid, "nodes": [x], "network": False, "kind": kind})
-        self.ctx.state["out"][tid] = [1, 0, 1, kind, x]
-        self.busy[x] = 1
+        self.tests.append({"id": tid, "nodes": nodes, "network": False, "kind": kind, "each": True})
+        self.ctx.state["out"][tid] = [len(nodes), 0, 1, kind, ns.from_nodes(nodes)]
+        for x in nodes:
+            self.busy[x] = 1
         return tid
 
     def reserve(self, nodes: Sequence[int]) -> None:
@@ -259,8 +269,9 @@ class Round:
         st = self.ctx.state
         if self.tests:
             st["round"] = self.number
-            st["jobs"] += len(self.tests)
-            st["nm"] = round(st["nm"] + sum(len(t["nodes"]) * job_minutes(len(t["nodes"])) for t in self.tests), 2)
+            st["jobs"] += sum(len(t["nodes"]) if t.get("each") else 1 for t in self.tests)
+            st["nm"] = round(st["nm"] + sum(len(t["nodes"]) * job_minutes(1 if t.get("each") else len(t["nodes"]))
+                                            for t in self.tests), 2)
         return self.tests
 
 
