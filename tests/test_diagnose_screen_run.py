@@ -55,7 +55,8 @@ class Screens:
         self.index = {name: i for i, name in enumerate(sorted(names))}  # every node is eligible in these clusters
 
     def run(self, node: str, kind: str, test_id: str = "s0") -> tuple[dict, list[str]]:
-        item = {"id": test_id, "ranges": [[self.index[node], self.index[node] + 1]], "network": False, "kind": kind}
+        item = {"id": test_id, "ranges": [[self.index[node], self.index[node] + 1]], "network": False, "kind": kind,
+                "each": True}
         code, files, lines = step(["run", "--plan", json.dumps(self.plan), "--category", "0", "--group",
                                    json.dumps(item), "--platform", self.platform, "--gpu", self.gpu,
                                    *(["--nic", json.dumps(self.nic)] if self.nic else []), "--workflow-name", "wf",
@@ -69,7 +70,7 @@ class Screens:
         result, _ = self.run(node, kind)
         assert result["status"] == "ok" and result["jobs"] == result["deleted"] == 1, result
         assert result["kind"] == kind  # the plan step leaves screens out of what the thresholds judge
-        return float(result["busBandwidthGBps"])
+        return float(result["values"][0])
 
 
 def test_the_setup_names_the_screens_for_an_nccl_category():
@@ -150,15 +151,28 @@ def test_an_unknown_kind_fails_naming_group_kind_and_creates_no_job(kind):
     assert any("group.kind" in line for line in lines)
 
 
-def test_a_screen_of_two_nodes_is_refused():
+def test_a_batch_runs_one_single_node_job_per_node_all_at_once():
+    """Two nodes, one item: a job on each node, the second created before the first is awaited, so the batch takes
+    the simulated time of one job, not two."""
+    single = Screens("healthy-h100-16.yaml")
+    t0 = single.cluster.now()
+    single.value("gpu-node-01", "intra")
+    one_job = single.cluster.now() - t0
     screens = Screens("healthy-h100-16.yaml")
-    item = {"id": "s0", "ranges": [[0, 2]], "network": False, "kind": "intra"}
+    item = {"id": "s0", "ranges": [[0, 2]], "network": False, "kind": "intra", "each": True}
+    t0 = screens.cluster.now()
     code, files, _ = step(["run", "--plan", json.dumps(screens.plan), "--category", "0", "--group", json.dumps(item),
                            "--platform", "aws", "--gpu", "h100", "--workflow-name", "wf", "--workflow-uid", "u1",
                            "--namespace", "nvcre", "--setup", json.dumps(screens.setup)], screens.cluster)
+    took = screens.cluster.now() - t0
     (result,) = json.loads(files["metrics"])
-    assert code == 0 and result["status"] == "failed" and "group.kind" in result["reasons"][0]
-    assert screens.cluster.jobs_created == 0
+    repeats = int(screens.plan["categories"][0]["options"].get("repeatCount") or 1)
+    assert code == 0 and result["status"] == "ok" and len(result["values"]) == 2
+    assert all(v > 400 for v in result["values"])
+    assert result["jobs"] == result["deleted"] == 2 * repeats and screens.cluster.jobs_alive() == 0
+    nodes = [json.loads(m["metadata"]["annotations"]["nvcre-hera.dev/test-spec"])["nodes"] for m in screens.manifests]
+    assert nodes[:2] == [["gpu-node-01"], ["gpu-node-02"]]
+    assert took < 1.5 * one_job
 
 
 def test_the_thresholds_are_not_held_against_a_screen():
@@ -204,11 +218,11 @@ def _plan_with(monkeypatch: pytest.MonkeyPatch, tests: list[dict]) -> dict:
 
 def test_plan_step_passes_kind_through_only_when_given(monkeypatch):
     items = _plan_with(monkeypatch, [
-        {"id": "r1-t0", "nodes": [3], "network": False, "kind": "loopback"},
-        {"id": "r1-t1", "nodes": [4], "network": False, "kind": "intra"},
+        {"id": "r1-t0", "nodes": [3, 4], "network": False, "kind": "loopback", "each": True},
+        {"id": "r1-t1", "nodes": [8], "network": False, "kind": "intra", "each": True},
         {"id": "r1-t2", "nodes": [5, 6, 7], "network": True}])
-    assert items == [{"id": "r1-t0", "ranges": [[3, 4]], "network": False, "kind": "loopback"},
-                     {"id": "r1-t1", "ranges": [[4, 5]], "network": False, "kind": "intra"},
+    assert items == [{"id": "r1-t0", "ranges": [[3, 5]], "network": False, "kind": "loopback", "each": True},
+                     {"id": "r1-t1", "ranges": [[8, 9]], "network": False, "kind": "intra", "each": True},
                      {"id": "r1-t2", "ranges": [[5, 8]], "network": True}]
 
 
@@ -225,8 +239,8 @@ def test_the_compiled_workflow_carries_kind_to_the_run_step(monkeypatch, tmp_pat
         calls.append((config, list(results)))
         if state is None:
             n = config["nodeCount"]
-            tests = [{"id": f"{kind[0]}{i}", "nodes": [i], "network": False, "kind": kind}
-                     for kind in config["screens"] for i in range(n)]
+            tests = [{"id": kind[0], "nodes": list(range(n)), "network": False, "kind": kind, "each": True}
+                     for kind in config["screens"]]
             return {"tests": tests, "state": {"round": 1}, "stats": {"rounds": 1}}
         return {"tests": [], "state": {"round": 2}, "suspects": [], "stats": {"rounds": 2, "jobs": len(results)}}
 
@@ -239,7 +253,7 @@ def test_the_compiled_workflow_carries_kind_to_the_run_step(monkeypatch, tmp_pat
                                  "options": {"thresholds": {"busBandwidthGBps": "value >= 300"}}}]}}))
     local = run_local(str(cert), str(CLUSTERS / "slow-nic.yaml"))
     assert len(calls) == 2 and calls[0][0]["screens"] == ["loopback", "intra"]
-    values = {r["id"]: r["busBandwidthGBps"] for r in calls[1][1]}
+    values = {f"{r['id']}{i}": v for r in calls[1][1] for i, v in enumerate(r["values"])}
     assert len(values) == 32 and all(r["status"] == "ok" for r in calls[1][1])
     slow = sorted(local.cluster.list_nodes(), key=lambda n: n["metadata"]["name"])
     slow_i = [n["metadata"]["name"] for n in slow].index("gpu-node-07")

@@ -207,7 +207,8 @@ class SimCluster:
             outcome.blocked_s = min(pending, outcome.elapsed_s)
             outcome.blocked_message = job.pending_message
         job.outcome = outcome
-        self.clock = job.start + outcome.elapsed_s
+        # never backwards: jobs started together (a screen batch) are awaited one after the other
+        self.clock = max(self.clock, job.start + outcome.elapsed_s)
         return outcome
 
     def _stall_watch(self, job: SimJob, stall_check: StallCheck, stop: float,

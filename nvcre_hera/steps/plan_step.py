@@ -27,7 +27,10 @@ NAMES_MAX = 64  # names the history sends in all: release groups first, then the
 def compact_results(aggregated: Any) -> list[dict]:
     """The planner's results: one per test (the run step already folded its repeats into the worst of them)."""
     return [{"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"), "status": run.get("status", "failed"),
-             **({"reasons": run["reasons"]} if run.get("reasons") else {})}
+             **({"reasons": run["reasons"]} if run.get("reasons") else {}),
+             # a screen batch: one value per node, and the reasons of the nodes whose job failed
+             **({"values": run["values"]} if isinstance(run.get("values"), list) else {}),
+             **({"why": run["why"]} if run.get("why") else {})}
             for run in flatten_runs(aggregated) if "id" in run]
 
 
@@ -208,7 +211,7 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     # Every test item is stored twice over in the Workflow (plan output, test input): ranges, not index lists.
     # `kind` (a single-node screen, steps/screen.py) only when the planner gave one: other items stay as they were
     out.write("tests", [{"id": t["id"], "ranges": from_nodes(t["nodes"]), "network": t.get("network", True),
-                         **({"kind": t["kind"]} if "kind" in t else {})}
+                         **({"kind": t["kind"]} if "kind" in t else {}), **({"each": True} if t.get("each") else {})}
                         for t in tests])
     out.write("next", [0] if tests else [])
     out.write("final", {**named_verdict(answer, setup, cluster), "cleanup": ledger, "measured": seen,

@@ -154,18 +154,10 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
              out: Outputs, log: Callable[[str], None], setup: dict | None = None) -> int:
     cat = next(c for c in plan["categories"] if c["index"] == category_index)
     diagnose = setup is not None
-    kind = group.get("kind") if diagnose else None
+    if diagnose and "kind" in group:  # single-node screens, one job per node of the item
+        return run_screen_batch(plan, category_index, group, ctx, cluster, out, log, setup)
     if diagnose:  # a diagnose test names nodes by index (see nvcre_hera.nodeindex)
         indices = to_nodes(group["ranges"]) if "ranges" in group else list(group["nodes"])
-        if "kind" in group:  # a single-node screen: its own workload in the category's place
-            try:
-                cat = screen_category(group["kind"], cat, len(indices))
-            except UnknownScreen as err:  # a failed test, as the planner reads it; no job was created
-                log(f"run: test {group.get('id')}: {err}; no job created")
-                out.write("metrics", [{"id": str(group.get("id")), "busBandwidthGBps": None, "status": "failed",
-                                       "jobs": 0, "deleted": 0, "reasons": [str(err)], "kind": kind}])
-                return 0
-            plan = {**plan, "categories": [cat if c["index"] == category_index else c for c in plan["categories"]]}
         names = resolve(indices, setup, cluster.list_nodes())
         group = {"id": str(group["id"]), "nodes": names}
     ctx = group_context(ctx, group)
@@ -251,7 +243,7 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             log(f"run: stopping: deleted {name}: {deleted}")
         raise
     # the GPU is not known to this step: keep every metric a threshold may judge on any GPU (a few bytes)
-    out.write("metrics", diagnose_result(group["id"], results, dict.fromkeys(threshold_metrics(options), ""), kind)
+    out.write("metrics", diagnose_result(group["id"], results, dict.fromkeys(threshold_metrics(options), ""))
               if diagnose else results)
     for name, value in ({} if diagnose else run_outputs(group["id"], results[0]["nodes"] if results else [],
                                                         results)).items():
@@ -259,17 +251,89 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
     return 0
 
 
-def diagnose_result(test_id: str, runs: list[dict], thresholds: dict, kind: str | None = None) -> list[dict]:
+def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx: JobContext, cluster: Cluster,
+                     out: Outputs, log: Callable[[str], None], setup: dict) -> int:
+    """A batch of single-node diagnose screens: one job of the screen's kind per node, every one created before any
+    is awaited (they share no node and use no switch port, so they run at once), `repeatCount` times. One value
+    per node comes back (`values`, in the order of the batch's nodes; None where that node's job failed, with its
+    reasons under `why`), the worst of its repeats: one test item and one small result for the batch keep a
+    round of screens on a large cluster within the Workflow's size. The result keeps its `kind`: the verdict
+    holds no category threshold against a screen (plan_step.measured)."""
+    kind = group.get("kind")
+    indices = to_nodes(group["ranges"]) if "ranges" in group else list(group["nodes"])
+    base: dict[str, Any] = {"id": str(group.get("id")), "kind": kind, "jobs": 0, "deleted": 0}
+    try:
+        cat = screen_category(kind, next(c for c in plan["categories"] if c["index"] == category_index), 1)
+    except UnknownScreen as err:  # a failed test, as the planner reads it; no job was created
+        log(f"run: test {group.get('id')}: {err}; no job created")
+        out.write("metrics", [{**base, "status": "failed", "busBandwidthGBps": None, "reasons": [str(err)]}])
+        return 0
+    plan = {**plan, "categories": [cat if c["index"] == category_index else c for c in plan["categories"]]}
+    names = resolve(indices, setup, cluster.list_nodes())
+    entry, options = plan_entry(cat), cat["options"]
+    sched_s = parse_duration(str(options.get("schedulingTimeout") or DEFAULT_SCHEDULING_TIMEOUT))
+    measure_s = parse_duration(options["measurementTimeout"])
+    worst: list[float | None] = [float("inf")] * len(names)
+    why: dict[str, list[str]] = {}
+    leftover: list[str] = []
+    alive: list[str] = []  # job objects created and not yet deleted, newest last
+    try:
+        for repeat in range(int(options.get("repeatCount") or 1)):
+            started = []
+            for i, node in enumerate(names):
+                one = {"id": f"{base['id']}-n{i}", "nodes": [node]}
+                job, objects = objects_for_test(plan, category_index, one, repeat, group_context(ctx, one))
+                for obj in objects:  # e.g. a TrainJob's TrainingRuntime first
+                    alive.append(cluster.create_job(obj))
+                base["jobs"] += 1
+                started.append((i, job, alive[-len(objects):]))
+            log(f"run: {kind} screens {base['id']} repeat {repeat}: {len(started)} single-node job(s) created")
+            for i, job, created in started:
+                name = created[-1]
+                outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, None, scheduling_timeout_s=sched_s)
+                _text, parsed = _read_measurement(cluster, entry, name, measure_s, outcome.phase == "Succeeded")
+                reasons = _outcome_reasons(outcome, job.timeout_s,
+                                           _log_reasons(entry, parsed, ctx.platform, options, job.nodes), sched_s)
+                deleted = True
+                for obj in reversed(created):
+                    deleted = cluster.delete_job(obj) and deleted
+                    alive.remove(obj)
+                base["deleted"] += int(deleted)
+                if not deleted:
+                    leftover.append(name)
+                value = reason_rules.metrics_from(entry.parser, parsed).get("busBandwidthGBps")
+                if reasons or value is None:
+                    worst[i] = None
+                    why[str(i)] = sorted({str(r["reason"]) for r in reasons}) or ["MeasurementNotFound"]
+                    log(f"run: {name} on {job.nodes[0]}: {'; '.join(why[str(i)])}")
+                elif worst[i] is not None:
+                    worst[i] = min(worst[i], float(value))
+    except BaseException:
+        # Nothing lost: a stopped or crashing step still deletes what it created (see run_test)
+        for name in reversed(alive):
+            try:
+                gone = cluster.delete_job(name)
+            except Exception as err:  # noqa: BLE001 - report it and try the others
+                gone = False
+                log(f"run: could not delete {name} while stopping: {err}")
+            log(f"run: stopping: deleted {name}: {gone}")
+        raise
+    values = [None if w is None else round(w, 1) for w in worst]
+    log(f"run: {kind} screens {base['id']}: {sum(v is not None for v in values)} of {len(values)} node(s) measured")
+    out.write("metrics", [{**base, "status": "ok", "values": values, **({"why": why} if why else {}),
+                           **({"leftover": leftover} if leftover else {})}])
+    return 0
+
+
+def diagnose_result(test_id: str, runs: list[dict], thresholds: dict) -> list[dict]:
     """The planner's input for one diagnose test, its repeats folded: the worst bandwidth (a failed repeat fails
     the test), how many jobs ran and were deleted (names only of those left behind: this travels up the
-    recursion), and each threshold metric's lowest and highest value over the repeats that ran their workload.
-    A screen's result keeps its `kind`: the verdict holds no category threshold against it (plan_step.measured)."""
+    recursion), and each threshold metric's lowest and highest value over the repeats that ran their workload."""
     values = [r["metrics"].get("busBandwidthGBps") for r in runs]
     failed = any(r["status"] != "ok" for r in runs) or any(v is None for v in values)
     out: dict[str, Any] = {"id": test_id, "busBandwidthGBps": None if failed else min(values),
                            "status": "failed" if failed else "ok", "jobs": len(runs),
-                           "deleted": sum(1 for r in runs if r["jobDeleted"]),
-                           **({"kind": kind} if kind is not None else {})}
+                           "deleted": sum(1 for r in runs if r["jobDeleted"])}
     said = sorted({str(x["reason"]) for r in runs if r["status"] != "ok" for x in r.get("reasons") or []})
     if failed and said:
         out["reasons"] = said  # names only: the planner keeps the most specific for the suspects it accuses
@@ -311,4 +375,4 @@ def _samples(parsed: dict) -> dict[str, list]:
             "busBandwidthGBps": [oop.get("busBandwidthGBps") for _, oop in rows]}
 
 
-__all__ = ["diagnose_result", "group_context", "objects_for_test", "run_test"]
+__all__ = ["diagnose_result", "group_context", "objects_for_test", "run_screen_batch", "run_test"]
