@@ -115,6 +115,12 @@ def test_bad_flags_exit_2_one_line(argv: list[str], needle: str, capsys: pytest.
     assert len([line for line in err.splitlines() if line.startswith("nvcre bench diagnose: error")]) == 1
 
 
+def test_link_scores_hold_a_link_between_any_two_of_many_sides() -> None:
+    reported = [{"between": [[0, 1], [2, 3], [4, 5], [6, 7]], "evidence": []}]
+    assert link_scores([(1, 6)], reported) == (0, 0)  # held (not pinpointed), so not a false report
+    assert link_scores([(0, 1)], reported) == (0, 1)  # both ends on one side: the report holds no such link
+
+
 def test_link_scores_hand_built() -> None:
     links = [(3, 9), (4, 5)]
     reported = [

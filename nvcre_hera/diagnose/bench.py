@@ -122,11 +122,11 @@ def link_scores(links: Sequence[tuple[int, int]], reported: Sequence[dict]) -> t
     """(true links pinpointed, reported infrastructure faults holding no true link).
 
     A link (a, b) is pinpointed when some report's `between` is exactly [[a], [b]] (either order); a report holds a
-    link when one side contains a and the other b.
+    link when one of its sides contains a and another b (it may have more than two sides).
     """
-    def holds(rep: dict, a: int, b: int) -> bool:
-        x, y = (set(side) for side in rep["between"])
-        return (a in x and b in y) or (a in y and b in x)
+    def holds(rep: dict, a: int, b: int) -> bool:  # a probe that cannot narrow reports every part it had as a side
+        sides = [set(side) for side in rep["between"]]
+        return any(a in x and b in y for i, x in enumerate(sides) for j, y in enumerate(sides) if i != j)
 
     found = sum(any(sorted(map(sorted, r["between"])) == [[a], [b]] for r in reported) for a, b in links)
     false = sum(not any(holds(r, a, b) for a, b in links) for r in reported)
