@@ -177,12 +177,13 @@ def failed_count(ctx: Ctx, test_id: str) -> int:
     return sum(1 for _x, v, _r in got if _low(ctx.state["sc"], ctx.meta[test_id][3], v))
 
 
-def spread(values: list[float]) -> tuple[float, float]:
-    """(median, σ̂) of one kind's screens: the relative MAD, scaled to a Gaussian σ, raised for small n."""
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """(median, σ̂, σ) of one kind's screens: σ the relative MAD scaled to a Gaussian σ, σ̂ that raised for small n
+    (what a low is judged by) and floored."""
     med = statistics.median(values)
     mad = statistics.median(abs(v - med) for v in values)
-    sigma = 1.4826 * mad / med * (1 + SIGMA_UPPER / math.sqrt(len(values))) if med > 0 else 1.0
-    return med, max(SIGMA_FLOOR, sigma)
+    raw = 1.4826 * mad / med if med > 0 else 1.0
+    return med, max(SIGMA_FLOOR, raw * (1 + SIGMA_UPPER / math.sqrt(len(values)))), raw
 
 
 def need(sc: dict, kind: str, n: int) -> int:
@@ -306,8 +307,9 @@ def _result_v0(ctx: Ctx, tid: str | None, final: bool) -> None:
     sc["ph"] = "x"
     rest = _rest(ctx)
     st["G"] = ns.from_nodes(rest)
-    # the search's noise prior is at least the spread the healthy majority showed here (read from the next call on)
-    st["s0"] = round(sigma, 4)
+    # the search's noise prior is at least the spread the healthy majority showed here (read from the next call on);
+    # the estimate itself, not σ̂: raised for small n, it made the search miss 10 %-slow nodes (docs/diagnose-screens.md)
+    st["s0"] = round(max(r[2] for r in sc["ref"].values()) if sc["ref"] else 0.0, 4)
     adaptive.start(ctx, v0, explained is False)
 
 
