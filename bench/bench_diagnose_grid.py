@@ -1,0 +1,82 @@
+"""What diagnose costs users, per fault kind (issue 11): the README's grid of `nvcre bench diagnose` cells.
+
+    python bench/bench_diagnose_grid.py [--trials 200] [--nodes 64,256,1024] [--faults 1,2,4] [--out DIR]
+
+Each cell runs halving (with its margin swept on the same seeds), adaptive without screens and `screened` (the
+workflow's default from 32 to 1024 nodes) on the same seeded scenarios: cap 8, σ 3 % + 1 % dips, the planner told
+neither; fault factor 0.8, 0.5 for slow-gpu and nvlink (a 20 %-slow GPU hardly shows in a multi-node job). Writes
+one JSON per cell to --out and prints the markdown table of the README. A measurement: it checks no target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from nvcre_hera.diagnose.bench import FAULT_KINDS, bench
+
+MARGINS = (0.05, 0.1)
+WEAK_KINDS = ("slow-gpu", "nvlink")  # multi-node jobs run at the scale-out rate: only a deep GPU fault shows there
+
+
+def cell(nodes: int, faults: int, kind: str, trials: int) -> dict:
+    factor = 0.5 if kind in WEAK_KINDS else 0.8
+    started = time.perf_counter()
+    result = bench(nodes, faults, factor, 0.03, 8, trials, ("halving", "adaptive", "screened"), 0, 0.01, kind, MARGINS)
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    return result
+
+
+def _link(v: dict) -> str:
+    return "–" if v["linkRecall"] is None else f"{v['linkRecall']:.2f}"
+
+
+def row(result: dict) -> str:
+    sc = result["scenario"]
+    s = result["strategies"]
+    h, a, c = s["halving*"], s["adaptive"], s["screened"]
+    margin = result["bestHalving"]["entry"].split("@")[1] + ("‡" if h["recall"] < 0.99 else "")
+    wall = c["wallMedian"] / max(h["wallMedian"], 1e-9)
+    nm = c["nodeMinutes"] / max(h["nodeMinutes"], 1e-9)
+    return (f"| {sc['nodes']} | {sc['faults']} | {sc['faultKind']} "
+            f"| ({margin}) {h['wallMedian']} / {h['wallP95']}, {h['nodeMinutes']:.0f}, {h['recall']:.2f}, {_link(h)} "
+            f"| {a['wallMedian']} / {a['wallP95']}, {a['nodeMinutes']:.0f}, {a['recall']:.2f}, {_link(a)} "
+            f"| {c['wallMedian']} / {c['wallP95']}, {c['nodeMinutes']:.0f}, {c['jobs']:.0f}, {c['rounds']:.1f}, "
+            f"{c['precision']:.2f}, {c['recall']:.2f}, {c['falseAccusationRate']:.3f}, {_link(c)} "
+            f"| {wall:.2f}{'' if wall <= 0.6 else ' missed'} | {nm:.1f}{'' if nm <= 1.0 else ' missed'} |")
+
+
+HEADER = ("| N | K | kind | halving* (margin): wall med / p95, node-min, recall, link | adaptive: wall med / p95, "
+          "node-min, recall, link | screened: wall med / p95, node-min, jobs, rounds, prec, recall, false-acc, link "
+          "| screened wall ÷ halving* (≤ 0.6) | screened node-min ÷ halving* (≤ 1.0) |\n"
+          "|---|---|---|---|---|---|---|---|")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench_diagnose_grid.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--nodes", default="64,256,1024")
+    ap.add_argument("--faults", default="1,2,4")
+    ap.add_argument("--kinds", default=",".join(FAULT_KINDS))
+    ap.add_argument("--out", default="out/bench-diagnose-grid")
+    a = ap.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for n in (int(x) for x in a.nodes.split(",")):
+        for k in (int(x) for x in a.faults.split(",")):
+            for kind in a.kinds.split(","):
+                if kind in ("link", "mix") and 2 * k > n:
+                    continue
+                result = cell(n, k, kind, a.trials)
+                (out / f"{n}-{k}-{kind}.json").write_text(json.dumps(result, indent=1))
+                rows.append(row(result))
+                print(rows[-1], flush=True)
+    print("\n" + HEADER + "\n" + "\n".join(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
