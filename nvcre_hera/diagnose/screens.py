@@ -20,10 +20,15 @@ full-group run. Passing ends the diagnose; failing hands the rest to the `adapti
 measurement (what the screens cannot see: a link between two nodes, a node that hid in its screens). Without a
 threshold or a failing run there is nothing to compare V0 with: the search starts on the rest as an unknown root.
 
+Screens travel in batches (`Round.add_screens`: one test item of up to ⌈N/16⌉ nodes of one kind, one job per node,
+one value per node back), so a round of them stays small in the Workflow.
+
 State ``st["sc"]``: ``k`` the kinds, ``p`` one character per node (the index of its next kind, ``a`` accused),
-``ref`` per kind [median, σ̂], ``c`` per kind [screens, cleared lows], ``low`` the nodes now low
-({node: [kind index, [[test id, ratio], ...]]}), ``f`` the failing full run's value, ``ph`` the phase
-(``s`` screens, ``v`` V0 asked, ``x`` over). Screen values never enter the multi-node healthy reference.
+``ref`` per kind [median, σ̂, σ] (`spread`), ``c`` per kind [screens, cleared lows], ``low`` the nodes now low
+({node: [kind index, [[test id, ratio], ...]]}), ``f`` the failing full run's value (``fc``: it crashed), ``ph``
+the phase (``s`` screens, ``v`` the final V0 asked, ``x`` over), ``v``/``vn`` the V0 test in flight and its nodes,
+``vok`` the nodes of a V0 that passed, ``vp`` one pass seen with nobody accused. Screen values never enter the
+multi-node healthy reference.
 """
 
 from __future__ import annotations
