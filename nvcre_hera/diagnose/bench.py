@@ -309,24 +309,23 @@ def format_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def _names(text: str, flag: str, allowed: Sequence[str], noun: str, entry: str = "") -> list[str]:
+    """A comma list given to `flag`: at least one `noun`, each one of `allowed`."""
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    for name in names:
+        if name not in allowed:
+            raise ValueError(f"unknown {flag}{entry} {name!r} (use {', '.join(allowed)})")
+    if not names:
+        raise ValueError(f"{flag} needs at least one {noun}")
+    return names
+
+
 def _kinds(text: str) -> list[str]:
-    kinds = [k.strip() for k in text.split(",") if k.strip()]
-    for k in kinds:
-        if k not in FAULT_KINDS:
-            raise ValueError(f"unknown --fault-kind {k!r} (use {', '.join(FAULT_KINDS)})")
-    if not kinds:
-        raise ValueError("--fault-kind needs at least one kind")
-    return kinds
+    return _names(text, "--fault-kind", FAULT_KINDS, "kind")
 
 
 def _strategies(text: str) -> list[str]:
-    names = [s.strip() for s in text.split(",") if s.strip()]
-    for name in names:
-        if name not in BENCH_STRATEGIES:
-            raise ValueError(f"unknown --strategies entry {name!r} (use {', '.join(BENCH_STRATEGIES)})")
-    if not names:
-        raise ValueError("--strategies needs at least one strategy")
-    return names
+    return _names(text, "--strategies", list(BENCH_STRATEGIES), "strategy", " entry")
 
 
 def _margins(text: str) -> list[float]:

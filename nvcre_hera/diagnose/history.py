@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from nvcre_hera.diagnose import halving, screens
 from nvcre_hera.diagnose import nodesets as ns
-from nvcre_hera.diagnose.state import Ctx
+from nvcre_hera.diagnose.state import Ctx, job_shape
 
 ROUND, TESTS, SIZES, REUSED, FAILED, CLEARED, DOUBTED, ENDED = range(8)
 
@@ -51,12 +51,11 @@ def open_round(ctx: Ctx, tests: Sequence[dict]) -> None:
     if hist is None or not tests:
         return
     sizes: dict[int, int] = {}
-    for t in tests:  # a screen batch is one job per node
-        size, count = (1, len(t["nodes"])) if t.get("each") else (len(t["nodes"]), 1)
+    for t in tests:
+        size, count = job_shape(t)
         sizes[size] = sizes.get(size, 0) + count
     again = ns.from_nodes(x for t in tests for x in t["nodes"] if ctx.ok[x])
-    jobs = sum(len(t["nodes"]) if t.get("each") else 1 for t in tests)
-    hist.append([ctx.state["round"], jobs, sorted(([k, v] for k, v in sizes.items()), reverse=True), again])
+    hist.append([ctx.state["round"], sum(sizes.values()), sorted(([k, v] for k, v in sizes.items()), reverse=True), again])
 
 
 def close_round(ctx: Ctx, ok_before: bytearray | bytes, now: float | None) -> None:

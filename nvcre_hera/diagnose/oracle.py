@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 
 from nvcre_hera.diagnose.evidence import job_minutes
 from nvcre_hera.diagnose.planner import FULL_ID, plan
+from nvcre_hera.diagnose.screens import KINDS
+from nvcre_hera.diagnose.state import job_shape
 from nvcre_hera.sim import model
 from nvcre_hera.sim.noise import noisy
 
 #: the single-node screen kinds a test may carry (None: an ordinary multi-node job)
-SCREEN_KINDS = ("intra", "loopback")
+SCREEN_KINDS = KINDS
 #: healthy intra-node all-reduce of the default H100 onprem model: BASELINES["h100"][0] × NVLINK_TEST_FACTOR
 #: ["all_reduce"] (model.py:28, 40) = 470 GB/s
 INTRA_GBPS = model.BASELINES["h100"][0] * model.NVLINK_TEST_FACTOR["all_reduce"]
@@ -180,7 +182,7 @@ def run(oracle: Oracle, config: dict, rng: random.Random, full: float | None | b
         if cap and sum(t["network"] for t in tests) > cap:
             raise AssertionError(f"round {out['stats']['rounds']} exceeds maxConcurrent={cap}")
         rounds.append(tests)
-        wall += max(job_minutes(1 if t.get("each") else len(t["nodes"])) for t in tests)
+        wall += max(job_minutes(job_shape(t)[0]) for t in tests)
         results = [_result(oracle, t, rng) for t in tests]
         state = out["state"]
     raise AssertionError("planner did not finish")

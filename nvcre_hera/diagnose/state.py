@@ -54,6 +54,11 @@ def failure_reason(result: dict) -> str | None:
     return next((r for r in SPECIFIC_REASONS if r in names), None)
 
 
+def job_shape(test: dict) -> tuple[int, int]:
+    """(nodes per job, jobs) of a planner test: a screen batch (`each`) is one single-node job per node."""
+    return (1, len(test["nodes"])) if test.get("each") else (len(test["nodes"]), 1)
+
+
 class Ctx:
     """Decoded view of config + state for one planner call; `flush` writes the mutable parts back."""
 
@@ -269,10 +274,10 @@ class Round:
         st = self.ctx.state
         if self.tests:
             st["round"] = self.number
-            st["jobs"] += sum(len(t["nodes"]) if t.get("each") else 1 for t in self.tests)
-            st["nm"] = round(st["nm"] + sum(len(t["nodes"]) * job_minutes(1 if t.get("each") else len(t["nodes"]))
-                                            for t in self.tests), 2)
+            shapes = [job_shape(t) for t in self.tests]
+            st["jobs"] += sum(jobs for _size, jobs in shapes)
+            st["nm"] = round(st["nm"] + sum(size * jobs * job_minutes(size) for size, jobs in shapes), 2)
         return self.tests
 
 
-__all__ = ["SPECIFIC_REASONS", "STATE_VERSION", "Ctx", "Round", "failure_reason", "new_state"]
+__all__ = ["SPECIFIC_REASONS", "STATE_VERSION", "Ctx", "Round", "failure_reason", "job_shape", "new_state"]

@@ -231,16 +231,7 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
             log(f"run: {name} {outcome.phase} after {outcome.elapsed_s:.0f}s: {summary}; "
                 f"{'; '.join(r['reason'] for r in reasons) or 'no problems'}; job deleted: {deleted}")
     except BaseException:
-        # Nothing lost: a step that crashes, or is stopped (SIGTERM from `argo stop|terminate`, the pod's deadline
-        # or an eviction arrives here as SystemExit, see steps/main.py), still deletes the jobs it created. Argo's
-        # exit handler does not run on terminate, so this is the only cleanup such a run gets.
-        for name in reversed(alive):
-            try:
-                deleted = cluster.delete_job(name)
-            except Exception as err:  # noqa: BLE001 - report it and try the others
-                deleted = False
-                log(f"run: could not delete {name} while stopping: {err}")
-            log(f"run: stopping: deleted {name}: {deleted}")
+        _delete_on_stop(cluster, alive, log)
         raise
     # the GPU is not known to this step: keep every metric a threshold may judge on any GPU (a few bytes)
     out.write("metrics", diagnose_result(group["id"], results, dict.fromkeys(threshold_metrics(options), ""))
@@ -249,6 +240,19 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
                                                         results)).items():
         out.write(name, value)  # what the compiled workflow's nvcre_nccl_busbw_gbs gauge reads
     return 0
+
+
+def _delete_on_stop(cluster: Cluster, alive: list[str], log: Callable[[str], None]) -> None:
+    """Nothing lost: a step that crashes, or is stopped (SIGTERM from `argo stop|terminate`, the pod's deadline or an
+    eviction arrives as SystemExit, see steps/main.py), still deletes the job objects it created, newest first.
+    Argo's exit handler does not run on terminate, so this is the only cleanup such a run gets."""
+    for name in reversed(alive):
+        try:
+            deleted = cluster.delete_job(name)
+        except Exception as err:  # noqa: BLE001 - report it and try the others
+            deleted = False
+            log(f"run: could not delete {name} while stopping: {err}")
+        log(f"run: stopping: deleted {name}: {deleted}")
 
 
 def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx: JobContext, cluster: Cluster,
@@ -263,7 +267,7 @@ def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx
     indices = to_nodes(group["ranges"]) if "ranges" in group else list(group["nodes"])
     base: dict[str, Any] = {"id": str(group.get("id")), "kind": kind, "jobs": 0, "deleted": 0}
     try:
-        cat = screen_category(kind, next(c for c in plan["categories"] if c["index"] == category_index), 1)
+        cat = screen_category(kind, next(c for c in plan["categories"] if c["index"] == category_index))
     except UnknownScreen as err:  # a failed test, as the planner reads it; no job was created
         log(f"run: test {group.get('id')}: {err}; no job created")
         out.write("metrics", [{**base, "status": "failed", "busBandwidthGBps": None, "reasons": [str(err)]}])
@@ -309,14 +313,7 @@ def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx
                 elif worst[i] is not None:
                     worst[i] = min(worst[i], float(value))
     except BaseException:
-        # Nothing lost: a stopped or crashing step still deletes what it created (see run_test)
-        for name in reversed(alive):
-            try:
-                gone = cluster.delete_job(name)
-            except Exception as err:  # noqa: BLE001 - report it and try the others
-                gone = False
-                log(f"run: could not delete {name} while stopping: {err}")
-            log(f"run: stopping: deleted {name}: {gone}")
+        _delete_on_stop(cluster, alive, log)
         raise
     values = [None if w is None else round(w, 1) for w in worst]
     log(f"run: {kind} screens {base['id']}: {sum(v is not None for v in values)} of {len(values)} node(s) measured")

@@ -1,6 +1,8 @@
-"""Single-node diagnose screens: what a diagnose test with a `kind` runs on its one node (docs/diagnose-screens.md).
+"""Single-node diagnose screens: what a diagnose test with a `kind` runs on each of its nodes
+(docs/diagnose-screens.md).
 
-The planner may open a diagnose with one-node tests on every node at once, `{"id", "nodes": [x], "kind": ...}`:
+The planner may open a diagnose with one-node tests on every node at once, in batches
+`{"id", "nodes": [x, ...], "kind": ..., "each": true}` (one job per node, `steps/run.py` `run_screen_batch`):
 
 * `intra`: the diagnose category's own workload (its nccl-tests binary) on that node alone: NVLink and the GPUs,
   the path an intra-node group of one node takes;
@@ -21,8 +23,7 @@ LOOPBACK_DOMAIN, LOOPBACK_VARIANT = "communication", "nccl-loopback"
 
 
 class UnknownScreen(ValueError):
-    """A test's `kind` names no screen (or a screen of more than one node): the test fails, naming `group.kind`,
-    and creates no job."""
+    """A test's `kind` names no screen: the test fails, naming `group.kind`, and creates no job."""
 
 
 def screens_for(options: dict, parser: str) -> list[str]:
@@ -37,12 +38,9 @@ def loopback_entry() -> CatalogEntry:
     return get_entry(LOOPBACK_DOMAIN, LOOPBACK_VARIANT)
 
 
-def screen_category(kind: object, category: dict, node_count: int = 1) -> dict:
-    """The plan category a screen of `kind` runs in place of the diagnose `category` (same index and options: the
-    job carries the category's labels and timeouts). A screen of more than one node would cross the network (intra)
-    or run a job per node the step does not make (loopback): refused as an unknown kind is."""
-    if kind in SCREEN_KINDS and node_count != 1:
-        raise UnknownScreen(f"group.kind: a {kind} screen runs on one node, this test names {node_count}")
+def screen_category(kind: object, category: dict) -> dict:
+    """The plan category each one-node job of a screen of `kind` runs in place of the diagnose `category` (same
+    index and options: the job carries the category's labels and timeouts)."""
     if kind == "intra":
         return category
     if kind == "loopback":
