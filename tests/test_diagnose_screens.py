@@ -218,3 +218,76 @@ def test_a_batch_that_sends_nothing_back_screens_none_of_its_nodes_and_v0_holds_
     assert final["suspects"][0]["detail"] == "BandwidthDeficit"
     multi = [t for tests in rounds for t in tests if "kind" not in t]
     assert 41 in multi[0]["nodes"]
+
+
+def _multi(rounds):
+    return [(i, sorted(t["nodes"])) for i, tests in enumerate(rounds) for t in tests if "kind" not in t]
+
+
+def test_a_weak_fault_within_one_screens_noise_is_found_by_screening_the_near_misses_again():
+    """A 10 %-slow NIC at σ 3 % is rarely below the low line, so V0 fails with it; the nodes whose screens were a
+    little low screen again and are judged on all their screens together, and V0 passes without the two."""
+    final, rounds = drive(Cluster(64, nic={12: 0.9, 30: 0.9}, sigma=0.03, dip=0.01, seed=11), config(64))
+    got = {s["node"]: s["detail"] for s in final["suspects"]}
+    assert got == {12: "LoopbackDeficit", 30: "LoopbackDeficit"}
+    multi = _multi(rounds)
+    assert len(multi) == 2 and multi[0][1] == list(range(64))  # V0 failed with them, then passed without
+    assert multi[1][1] == [x for x in range(64) if x not in (12, 30)]
+    between = [t for tests in rounds[multi[0][0] + 1:multi[1][0]] for t in tests]
+    assert between and all(t.get("each") for t in between)  # only single-node re-screens in between
+    again = {x for t in between for x in t["nodes"]}
+    assert {12, 30} <= again and len(again) < 64  # the near misses, not everyone
+    for s in final["suspects"]:
+        assert len(s["evidence"]) >= 2 and all(e["ratio"] < 0.97 for e in s["evidence"])
+
+
+def test_near_misses_that_clear_leave_the_failure_to_the_search():
+    """A bad link: no node's screens are low for long, so the search takes the rest over on V0 and finds the pair."""
+    final, rounds = drive(Cluster(64, links={(10, 50): 0.7}, sigma=0.03, dip=0.01, seed=1), config(64))
+    assert final["suspects"] == []
+    assert any(sorted(map(sorted, f["between"])) == [[10], [50]] for f in final["infrastructureFaults"])
+    v0 = _multi(rounds)[0][0]
+    after = [t for tests in rounds[v0 + 1:] for t in tests if t.get("each")]
+    assert len(after) <= screens.NEAR_MISS_SCREENS  # a few near-miss rounds at most, then multi-node jobs only
+
+
+def test_the_near_miss_evidence_weighs_a_dip_by_the_groups_own_dips():
+    def sc(dips):
+        return {"ref": {"loopback": [330.0, 0.04, 0.032, dips]}}
+
+    calm, dippy = sc(0.05), sc(0.5)
+    n = 64
+    accuse = screens.math.log(2 * n / screens.ALPHA)
+    assert screens.evidence(calm, "loopback", [0.89, 0.9, 0.91, 0.9]) > accuse  # four screens 10 % low
+    assert screens.evidence(calm, "loopback", [0.89]) < accuse  # one is never enough
+    assert screens.evidence(calm, "loopback", [1.0]) < -screens.CLEAR_LLR  # a healthy value clears at once
+    # a value deep below both lines is a dip as likely as a deficit: it weighs less where dips are common
+    assert 0 < screens.evidence(dippy, "loopback", [0.85]) < screens.evidence(calm, "loopback", [0.85])
+    assert abs(screens.evidence(calm, "loopback", [0.5])) < 1.0
+
+
+def test_the_dip_density_counts_the_screens_just_below_the_low_line():
+    sigma = 0.03
+    line = 1 - screens.Z * sigma
+    ratios = [1.0] * 90 + [line - 0.01] * 9 + [0.3]  # nine just below the line, one far below the band
+    width = screens.Z * sigma
+    assert abs(screens.dip_density(ratios, sigma) - (9 + 1) / (100 * width)) < 1e-9
+    assert abs(screens.dip_density([1.0] * 100, sigma) - 1 / (100 * width)) < 1e-9  # none seen is not none
+
+
+def test_a_near_miss_batch_that_sends_nothing_back_ends_its_re_screens():
+    """No evidence either way: its nodes stop re-screening (no endless retries) and stay in what the search holds."""
+    class LostLater(Cluster):
+        v0_seen = False
+
+        def result(self, test):
+            if "kind" not in test:
+                self.v0_seen = True
+            if test.get("each") and self.v0_seen:
+                return {"id": test["id"], "status": "failed", "busBandwidthGBps": None}
+            return super().result(test)
+
+    final, rounds = drive(LostLater(64, nic={12: 0.9, 30: 0.9}, sigma=0.03, dip=0.01, seed=11), config(64))
+    v0 = _multi(rounds)[0][0]
+    assert sum(1 for tests in rounds[v0 + 1:] for t in tests if t.get("each")) <= 2  # one lost round
+    assert {12, 30} <= {s["node"] for s in final["suspects"]} | {x for u in final["unresolved"] for x in u}

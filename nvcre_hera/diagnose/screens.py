@@ -16,18 +16,25 @@ A screen that crashes or sends no value accuses its node at once (fail closed), 
 
 Then one multi-node job of every node not accused, V0, asks whether the accusations explain the failure: it
 passes when it meets the user's threshold, or without one, when it runs clearly (3σ̂) above the failing
-full-group run. Passing ends the diagnose; failing hands the rest to the `adaptive` search with V0 as its failing
-measurement (what the screens cannot see: a link between two nodes, a node that hid in its screens). Without a
-threshold or a failing run there is nothing to compare V0 with: the search starts on the rest as an unknown root.
+full-group run. Passing ends the diagnose. Failing, the *near misses* screen again first: a node whose screens of
+a kind are neither cleared nor accused by their log-likelihood ratio (`evidence`: DELTA_Z·σ̂ below the median
+against healthy, each value possibly a dip at the density the kind's own first round showed) screens that kind
+until the ratio crosses Wald's bound log(kinds·n/ALPHA) (accused) or −CLEAR_LLR (cleared); a 10 %-slow NIC hides
+within one screen's noise, not within several. If that accuses anyone, V0 runs once more without them; otherwise,
+or if that fails too, the rest goes to the `adaptive` search with the last V0 as its failing measurement (what the
+screens cannot see: a link between two nodes, a node that hid in its screens). Without a threshold or a failing
+run there is nothing to compare V0 with: the search starts on the rest as an unknown root.
 
 Screens travel in batches (`Round.add_screens`: one test item of up to ⌈N/16⌉ nodes of one kind, one job per node,
 one value per node back), so a round of them stays small in the Workflow.
 
 State ``st["sc"]``: ``k`` the kinds, ``p`` one character per node (the index of its next kind, ``a`` accused),
-``ref`` per kind [median, σ̂, σ] (`spread`), ``c`` per kind [screens, cleared lows], ``low`` the nodes now low
-({node: [kind index, [[test id, ratio], ...]]}), ``f`` the failing full run's value (``fc``: it crashed), ``ph``
-the phase (``s`` screens, ``v`` the final V0 asked, ``x`` over), ``v``/``vn`` the V0 test in flight and its nodes,
-``vok`` the nodes of a V0 that passed, ``vp`` one pass seen with nobody accused. Screen values never enter the
+``ref`` per kind [median, σ̂, σ, dip density] (`spread`, `dip_density`), ``c`` per kind [screens, cleared lows],
+``low`` the nodes now low ({node: [kind index, [[test id, ratio], ...]]}), ``nm`` the near misses' screens
+({node: [[[test id, ratio], ...] per kind]}), ``f`` the failing full run's value (``fc``: it crashed), ``ph`` the
+phase (``s`` screens, ``v`` the final V0 asked, ``n`` near misses after a failing V0, ``x`` over), ``v``/``vn`` the
+V0 test in flight and its nodes, ``vok`` the nodes of a V0 that passed, ``vp`` one pass seen with nobody accused,
+``na``/``v0`` the accusations before the near-miss phase and the failing V0's value. Screen values never enter the
 multi-node healthy reference.
 """
 
@@ -50,8 +57,11 @@ MAX_NODES = 1024
 Z = 3.5  # a screen below 1 − Z·σ̂ of its kind's median is low
 SIGMA_FLOOR = 0.005
 SIGMA_UPPER = 2.0  # σ̂ × (1 + SIGMA_UPPER/√n): a spread estimated from n values is itself uncertain
-ALPHA = 0.005  # the chance, per diagnose, that dips alone accuse a healthy node
+ALPHA = 0.0025  # the chance, per diagnose, that dips alone accuse a healthy node
 MAX_SCREENS = 6
+DELTA_Z = 3.0  # the near-miss test's alternative: a node DELTA_Z·σ̂ below its kind's median
+CLEAR_LLR = 3.0  # a node is cleared of a kind once its evidence is below −CLEAR_LLR (a near miss until then)
+NEAR_MISS_SCREENS = 10  # screens of one kind a near miss takes at most, all phases together
 MIN_BATCH, BATCHES = 32, 16
 ACCUSED = "a"
 DETAIL = {"loopback": "LoopbackDeficit", "intra": "IntraNodeDeficit"}
@@ -87,6 +97,12 @@ def is_screen(ctx: Ctx, test_id: str) -> bool:
 
 def schedule(ctx: Ctx, rnd: Round) -> None:
     sc = ctx.state["sc"]
+    if sc["ph"] == "n":
+        size = batch_size(ctx.n)
+        for kind, nodes in _near_misses(ctx).items():
+            for i in range(0, len(nodes), size):
+                rnd.add_screens(nodes[i:i + size], kind)
+        return
     if sc["ph"] == "s":
         kinds, p = sc["k"], sc["p"]
         due: dict[str, list[int]] = {}
@@ -191,6 +207,15 @@ def spread(values: list[float]) -> tuple[float, float, float]:
     return med, max(SIGMA_FLOOR, raw * (1 + SIGMA_UPPER / math.sqrt(len(values)))), raw
 
 
+def dip_density(ratios: list[float], sigma: float) -> float:
+    """How densely a kind's screens fall just below the low line (per unit of ratio): the share in the band
+    [1 − 2Z·σ̂, 1 − Z·σ̂), one added, over its width. Dips (and slow nodes) reach up into the Gaussian's range as
+    densely as this, so the near-miss test weighs a value there as a dip as readily as a deficit."""
+    lo, hi = 1 - 2 * Z * sigma, 1 - Z * sigma
+    inside = sum(1 for r in ratios if lo <= r < hi)
+    return (inside + 1) / (len(ratios) * (hi - lo))
+
+
 def need(sc: dict, kind: str, n: int) -> int:
     """Lows in a row that accuse a node: the fewest m with kinds·n·d̂^m ≤ ALPHA, d̂ the dip rate seen so far
     (cleared lows over screens, one dip added so that none seen is not taken for none happening)."""
@@ -202,6 +227,10 @@ def need(sc: dict, kind: str, n: int) -> int:
 
 def absorb(ctx: Ctx) -> None:
     sc = ctx.state["sc"]
+    if sc["ph"] == "n":
+        _absorb_screens(ctx, sc)
+        _near_miss_next(ctx)
+        return
     if sc["ph"] == "v":
         _result_v0(ctx, sc.pop("v", None), final=True)
         return
@@ -230,6 +259,7 @@ def _absorb_screens(ctx: Ctx, sc: dict) -> None:
             if got is None:  # nothing came back: these nodes go on unscreened, V0 (or the search) holds them
                 for x in ns.to_nodes(m[4]):
                     sc["low"].pop(str(x), None)
+                    (sc.get("nm") or {}).pop(str(x), None)
                     _advance(sc, x, len(sc["k"]))
                 continue
             by_kind.setdefault(m[3], []).extend((x, v, why, tid) for x, v, why in got)
@@ -237,13 +267,16 @@ def _absorb_screens(ctx: Ctx, sc: dict) -> None:
         if kind not in sc["ref"]:
             values = [v for x, v, _w, _t in screened if v is not None and str(x) not in sc["low"]]
             if values:
-                sc["ref"][kind] = [round(x, 4) for x in spread(values)]
+                med, sigma, raw = spread(values)
+                sc["ref"][kind] = [round(med, 4), round(sigma, 4), round(raw, 4),
+                                   round(dip_density([v / med for v in values], sigma), 4)]
         ki = sc["k"].index(kind)
         # the healthy ones first: a low cleared this round is a dip seen, which the accusations below weigh
         lows = []
         for x, v, why, tid in screened:
             if v is not None:
                 sc["c"][kind][0] += 1
+                _keep_near_miss(sc, x, ki, tid, v / sc["ref"][kind][0])
             if _low(sc, kind, v):
                 lows.append((x, v, why, tid))
                 continue
@@ -261,7 +294,80 @@ def _absorb_screens(ctx: Ctx, sc: dict) -> None:
                 _accuse(ctx, x, kind, entry[1])
 
 
+def evidence(sc: dict, kind: str, ratios: list[float]) -> float:
+    """Log-likelihood ratio of a node's screens of `kind`: DELTA_Z·σ̂ below the median against healthy, each value
+    possibly a dip at the density the kind's first round showed below its low line (`dip_density`), so that a
+    dip weighs no more than the group's own dips make it."""
+    _med, sigma, _raw, dips = sc["ref"][kind]
+    delta = DELTA_Z * sigma
+    total = 0.0
+    for r in ratios:
+        total += math.log((dips + _density(r, 1.0 - delta, sigma)) / (dips + _density(r, 1.0, sigma)))
+    return total
+
+
+def _density(x: float, mu: float, s: float) -> float:
+    z = (x - mu) / s
+    return math.exp(-0.5 * z * z) / (s * 2.5066282746310002)
+
+
+def _accuse_at(sc: dict, n: int) -> float:
+    """Evidence that accuses a near miss: Wald's bound, so that a healthy node reaches it with probability at most
+    ALPHA / (kinds · n) — ALPHA over the whole group."""
+    return math.log(len(sc["k"]) * n / ALPHA)
+
+
+def _keep_near_miss(sc: dict, x: int, ki: int, tid: str, ratio: float) -> None:
+    """Keep a screen's ratio for the near-miss test when V0 fails: every screen of a node already kept, and a first
+    screen that does not clear its node on its own (evidence above −CLEAR_LLR)."""
+    kept = sc.setdefault("nm", {})
+    entry = kept.get(str(x))
+    if entry is None or not entry[ki]:
+        if evidence(sc, sc["k"][ki], [ratio]) <= -CLEAR_LLR:
+            return
+        entry = kept.setdefault(str(x), [[] for _ in sc["k"]])
+    entry[ki].append([tid, round(ratio, 4)])
+
+
+def _near_misses(ctx: Ctx) -> dict[str, list[int]]:
+    """The nodes each kind re-screens in the near-miss phase: neither cleared nor accused by their evidence yet."""
+    sc = ctx.state["sc"]
+    due: dict[str, list[int]] = {}
+    for key, entry in (sc.get("nm") or {}).items():
+        x = int(key)
+        if sc["p"][x] == ACCUSED:
+            continue
+        for ki, kept in enumerate(entry):
+            if kept and len(kept) < NEAR_MISS_SCREENS and \
+                    -CLEAR_LLR < evidence(sc, sc["k"][ki], [r for _t, r in kept]) < _accuse_at(sc, ctx.n):
+                due.setdefault(sc["k"][ki], []).append(x)
+                break  # one screen per node per round
+    return due
+
+
+def _near_miss_next(ctx: Ctx) -> None:
+    """Accuse the near misses whose evidence is decisive; when none is left undecided, V0 runs again without the
+    newly accused (`ph` v), or, with none, the search takes the rest over on V0's failing value."""
+    sc, st = ctx.state["sc"], ctx.state
+    for key, entry in (sc.get("nm") or {}).items():
+        x = int(key)
+        for ki, kept in enumerate(entry):
+            if sc["p"][x] != ACCUSED and kept and \
+                    evidence(sc, sc["k"][ki], [r for _t, r in kept]) >= _accuse_at(sc, ctx.n):
+                _accuse(ctx, x, sc["k"][ki], kept)
+    if _near_misses(ctx):
+        return
+    if len(st["acc"]) > sc["na"]:
+        sc["ph"] = "v"
+        return
+    _hand_over(ctx, sc.get("v0"), True)
+
+
 def _advance(sc: dict, x: int, to: int | str) -> None:
+    """Move node x on to kind index `to` (or ACCUSED); never back: a near-miss re-screen is not its next kind."""
+    now = sc["p"][x]
+    if now == ACCUSED or (to != ACCUSED and int(now) >= int(to)):
+        return
     sc["p"] = sc["p"][:x] + str(to) + sc["p"][x + 1:]
 
 
@@ -309,13 +415,25 @@ def _result_v0(ctx: Ctx, tid: str | None, final: bool) -> None:
             sc["ph"] = "x"
             st["verified"] = True
         return
+    if explained is False and "na" not in sc:
+        # before the search: the near misses (screens a little low, neither cleared nor accused) screen again,
+        # and are judged on all their screens together; a weak fault hides in one screen, not in several
+        sc["ph"], sc["na"], sc["v0"] = "n", len(st["acc"]), v0
+        _near_miss_next(ctx)
+        return
+    _hand_over(ctx, v0, explained is False)
+
+
+def _hand_over(ctx: Ctx, v0: float | None, failing: bool) -> None:
+    """The `adaptive` search takes the rest over, with V0 as its failing measurement when `failing`."""
+    sc, st = ctx.state["sc"], ctx.state
     sc["ph"] = "x"
     rest = _rest(ctx)
     st["G"] = ns.from_nodes(rest)
     # the search's noise prior is at least the spread the healthy majority showed here (read from the next call on);
     # the estimate itself, not σ̂: raised for small n, it made the search miss 10 %-slow nodes (docs/diagnose-screens.md)
     st["s0"] = round(max(r[2] for r in sc["ref"].values()) if sc["ref"] else 0.0, 4)
-    adaptive.start(ctx, v0, explained is False)
+    adaptive.start(ctx, v0, failing)
 
 
 def finished(ctx: Ctx) -> bool:
