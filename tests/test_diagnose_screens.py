@@ -257,7 +257,7 @@ def test_the_near_miss_evidence_weighs_a_dip_by_the_groups_own_dips():
 
     calm, dippy = sc(0.05), sc(0.5)
     n = 64
-    accuse = screens.math.log(2 * n / screens.ALPHA)
+    accuse = screens.math.log(2 * n / screens.ALPHA_NEAR)
     assert screens.evidence(calm, "loopback", [0.89, 0.9, 0.91, 0.9]) > accuse  # four screens 10 % low
     assert screens.evidence(calm, "loopback", [0.89]) < accuse  # one is never enough
     assert screens.evidence(calm, "loopback", [1.0]) < -screens.CLEAR_LLR  # a healthy value clears at once

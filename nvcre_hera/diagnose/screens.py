@@ -14,16 +14,17 @@ where `need` keeps the chance that a healthy node dips that often anywhere in th
 dip rate estimated from the lows that a re-screen cleared (nodes that dipped once and then measured healthy).
 A screen that crashes or sends no value accuses its node at once (fail closed), keeping what its test said.
 
-Then one multi-node job of every node not accused, V0, asks whether the accusations explain the failure: it
-passes when it meets the user's threshold, or without one, when it runs clearly (3σ̂) above the failing
-full-group run. Passing ends the diagnose. Failing, the *near misses* screen again first: a node whose screens of
-a kind are neither cleared nor accused by their log-likelihood ratio (`evidence`: DELTA_Z·σ̂ below the median
-against healthy, each value possibly a dip at the density the kind's own first round showed) screens that kind
-until the ratio crosses Wald's bound log(kinds·n/ALPHA) (accused) or −CLEAR_LLR (cleared); a 10 %-slow NIC hides
-within one screen's noise, not within several. If that accuses anyone, V0 runs once more without them; otherwise,
-or if that fails too, the rest goes to the `adaptive` search with the last V0 as its failing measurement (what the
-screens cannot see: a link between two nodes, a node that hid in its screens). Without a threshold or a failing
-run there is nothing to compare V0 with: the search starts on the rest as an unknown root.
+Then one multi-node job of every node not accused, V0, asks whether the accusations explain the failure: it passes
+when it meets the user's threshold, or without one, when it runs clearly (3σ̂) above the failing full-group run.
+Passing ends the diagnose. Failing, the *near misses* screen again first: a node whose screens of a kind are neither
+cleared nor accused by their log-likelihood ratio (`evidence`: DELTA_Z·σ̂ below the median against healthy, each
+value possibly a dip at the density the kind's own first round showed) screens that kind until the ratio crosses
+Wald's bound log(kinds·n/ALPHA_NEAR) (accused) or −CLEAR_LLR (cleared; 0 from its third screen on), for
+NEAR_MISS_ROUNDS rounds at most; a 10 %-slow NIC hides within one screen's noise, not within several. If that
+accuses anyone, V0 runs once more without them; otherwise, or if that fails too, the rest goes to the `adaptive`
+search with the last V0 as its failing measurement (what the screens cannot see: a link between two nodes, a node
+that hid in its screens). Without a threshold or a failing run there is nothing to compare V0 with: the search
+starts on the rest as an unknown root.
 
 Screens travel in batches (`Round.add_screens`: one test item of up to ⌈N/16⌉ nodes of one kind, one job per node,
 one value per node back), so a round of them stays small in the Workflow.
@@ -31,11 +32,13 @@ one value per node back), so a round of them stays small in the Workflow.
 State ``st["sc"]``: ``k`` the kinds, ``p`` one character per node (the index of its next kind, ``a`` accused),
 ``ref`` per kind [median, σ̂, σ, dip density] (`spread`, `dip_density`), ``c`` per kind [screens, cleared lows],
 ``low`` the nodes now low ({node: [kind index, [[test id, ratio], ...]]}), ``nm`` the near misses' screens
-({node: [[[test id, ratio], ...] per kind]}), ``f`` the failing full run's value (``fc``: it crashed), ``ph`` the
-phase (``s`` screens, ``v`` the final V0 asked, ``n`` near misses after a failing V0, ``x`` over), ``v``/``vn`` the
-V0 test in flight and its nodes, ``vok`` the nodes of a V0 that passed, ``vp`` one pass seen with nobody accused,
-``na``/``v0`` the accusations before the near-miss phase and the failing V0's value. Screen values never enter the
-multi-node healthy reference.
+({node: [[test index, ratio‰, ...] per kind]}, the test ids in ``nt``; kept until the near-miss phase ends),
+``f`` the failing full run's value (``fc``: it crashed), ``ph`` the phase (``s`` screens, ``v`` the final V0
+asked, ``n`` near misses after a failing V0, ``x`` over), ``v``/``vn`` the V0 test in flight and its nodes,
+``vok`` the nodes of a V0 that passed, ``vp`` one pass seen with nobody accused, ``na``/``v0``/``nr`` the
+accusations before the near-miss phase, the failing V0's value and the phase's rounds. An accusation made here
+has ``sk`` (its kind), and ``nm`` when the near-miss phase made it. Screen values never enter the multi-node
+healthy reference.
 """
 
 from __future__ import annotations
@@ -57,11 +60,13 @@ MAX_NODES = 1024
 Z = 3.5  # a screen below 1 − Z·σ̂ of its kind's median is low
 SIGMA_FLOOR = 0.005
 SIGMA_UPPER = 2.0  # σ̂ × (1 + SIGMA_UPPER/√n): a spread estimated from n values is itself uncertain
-ALPHA = 0.0025  # the chance, per diagnose, that dips alone accuse a healthy node
+ALPHA = 0.0025  # the chance, per diagnose, that dips alone accuse a healthy node by lows in a row
+ALPHA_NEAR = 0.0025  # and by the near-miss test (the two and the search's own stay under 1 %)
 MAX_SCREENS = 6
 DELTA_Z = 3.0  # the near-miss test's alternative: a node DELTA_Z·σ̂ below its kind's median
 CLEAR_LLR = 3.0  # a node is cleared of a kind once its evidence is below −CLEAR_LLR (a near miss until then)
 NEAR_MISS_SCREENS = 10  # screens of one kind a near miss takes at most, all phases together
+NEAR_MISS_ROUNDS = 6  # rounds of the near-miss phase at most: it lasts as long as its slowest node's evidence
 MIN_BATCH, BATCHES = 32, 16
 ACCUSED = "a"
 DETAIL = {"loopback": "LoopbackDeficit", "intra": "IntraNodeDeficit"}
@@ -98,6 +103,7 @@ def is_screen(ctx: Ctx, test_id: str) -> bool:
 def schedule(ctx: Ctx, rnd: Round) -> None:
     sc = ctx.state["sc"]
     if sc["ph"] == "n":
+        sc["nr"] = sc.get("nr", 0) + 1
         size = batch_size(ctx.n)
         for kind, nodes in _near_misses(ctx).items():
             for i in range(0, len(nodes), size):
@@ -313,20 +319,28 @@ def _density(x: float, mu: float, s: float) -> float:
 
 def _accuse_at(sc: dict, n: int) -> float:
     """Evidence that accuses a near miss: Wald's bound, so that a healthy node reaches it with probability at most
-    ALPHA / (kinds · n) — ALPHA over the whole group."""
-    return math.log(len(sc["k"]) * n / ALPHA)
+    ALPHA_NEAR / (kinds · n) — ALPHA_NEAR over the whole group."""
+    return math.log(len(sc["k"]) * n / ALPHA_NEAR)
 
 
 def _keep_near_miss(sc: dict, x: int, ki: int, tid: str, ratio: float) -> None:
     """Keep a screen's ratio for the near-miss test when V0 fails: every screen of a node already kept, and a first
-    screen that does not clear its node on its own (evidence above −CLEAR_LLR)."""
+    screen that does not clear its node on its own (evidence above −CLEAR_LLR). Kept compact, as the state is
+    stored every round: per kind a flat list [index of the test id in ``nt``, ratio in thousandths, ...]."""
     kept = sc.setdefault("nm", {})
     entry = kept.get(str(x))
     if entry is None or not entry[ki]:
         if evidence(sc, sc["k"][ki], [ratio]) <= -CLEAR_LLR:
             return
         entry = kept.setdefault(str(x), [[] for _ in sc["k"]])
-    entry[ki].append([tid, round(ratio, 4)])
+    tids = sc.setdefault("nt", [])
+    if not tids or tids[-1] != tid:
+        tids.append(tid)
+    entry[ki] += [len(tids) - 1 if tids[-1] == tid else tids.index(tid), round(ratio * 1000)]
+
+
+def _ratios(flat: list[int]) -> list[float]:
+    return [r / 1000 for r in flat[1::2]]
 
 
 def _near_misses(ctx: Ctx) -> dict[str, list[int]]:
@@ -338,25 +352,40 @@ def _near_misses(ctx: Ctx) -> dict[str, list[int]]:
         if sc["p"][x] == ACCUSED:
             continue
         for ki, kept in enumerate(entry):
-            if kept and len(kept) < NEAR_MISS_SCREENS and \
-                    -CLEAR_LLR < evidence(sc, sc["k"][ki], [r for _t, r in kept]) < _accuse_at(sc, ctx.n):
+            if _undecided(ctx, ki, kept):
                 due.setdefault(sc["k"][ki], []).append(x)
                 break  # one screen per node per round
     return due
 
 
+def _undecided(ctx: Ctx, ki: int, kept: list[int]) -> bool:
+    sc = ctx.state["sc"]
+    # past its second screen a node goes on only while its evidence leans to a deficit: the phase lasts as long
+    # as its slowest node, and every round it takes is one the search after it does not have (maxRounds)
+    screens_ = len(kept) // 2
+    clear = -CLEAR_LLR if screens_ < 2 else 0.0
+    return bool(kept) and screens_ < NEAR_MISS_SCREENS and \
+        clear < evidence(sc, sc["k"][ki], _ratios(kept)) < _accuse_at(sc, ctx.n)
+
+
 def _near_miss_next(ctx: Ctx) -> None:
-    """Accuse the near misses whose evidence is decisive; when none is left undecided, V0 runs again without the
-    newly accused (`ph` v), or, with none, the search takes the rest over on V0's failing value."""
+    """Accuse the near misses whose evidence is decisive and forget the cleared; when none is left undecided (or
+    the phase had its rounds), V0 runs again without the newly accused (`ph` v), or, with none, the search takes
+    the rest over on V0's failing value."""
     sc, st = ctx.state["sc"], ctx.state
-    for key, entry in (sc.get("nm") or {}).items():
-        x = int(key)
+    kept_all = sc.get("nm") or {}
+    for key in list(kept_all):
+        x, entry = int(key), kept_all[key]
         for ki, kept in enumerate(entry):
             if sc["p"][x] != ACCUSED and kept and \
-                    evidence(sc, sc["k"][ki], [r for _t, r in kept]) >= _accuse_at(sc, ctx.n):
-                _accuse(ctx, x, sc["k"][ki], kept)
-    if _near_misses(ctx):
+                    evidence(sc, sc["k"][ki], _ratios(kept)) >= _accuse_at(sc, ctx.n):
+                _accuse(ctx, x, sc["k"][ki], [[sc["nt"][i], r / 1000] for i, r in zip(kept[::2], kept[1::2])])
+        if sc["p"][x] == ACCUSED or not any(_undecided(ctx, ki, kept) for ki, kept in enumerate(entry)):
+            del kept_all[key]
+    if _near_misses(ctx) and sc.get("nr", 0) < NEAR_MISS_ROUNDS:
         return
+    sc.pop("nm", None)  # decided, or left to what follows: the screens' values are not needed any more
+    sc.pop("nt", None)
     if len(st["acc"]) > sc["na"]:
         sc["ph"] = "v"
         return
@@ -381,7 +410,8 @@ def _accuse(ctx: Ctx, x: int, kind: str, ev: list, crashed: bool = False, reason
         fp = sum(r for _t, r in ev) / len(ev)
         L = sum(llr(r, fp, sc["ref"][kind][1]) for _t, r in ev)
     ctx.state["acc"].append({"node": x, "fp": round(fp, 4), "fo": None, "L": round(L, 3), "ev": ev[-6:], "eo": [],
-                             "pp": [], "sk": kind, **({"rs": reason} if reason else {})})
+                             "pp": [], "sk": kind, **({"rs": reason} if reason else {}),
+                             **({"nm": 1} if sc["ph"] == "n" else {})})
 
 
 def _result_v0(ctx: Ctx, tid: str | None, final: bool) -> None:
@@ -441,5 +471,5 @@ def finished(ctx: Ctx) -> bool:
     return sc["ph"] == "x" and bool(ctx.state.get("verified")) and not ctx.state["work"]
 
 
-__all__ = ["KINDS", "MAX_NODES", "MIN_NODES", "absorb", "active", "batch_size", "enabled", "failed_count", "finished", "need",
-           "schedule", "spread", "start"]
+__all__ = ["KINDS", "MAX_NODES", "MIN_NODES", "absorb", "active", "batch_size", "dip_density", "enabled", "evidence",
+           "failed_count", "finished", "need", "schedule", "spread", "start"]

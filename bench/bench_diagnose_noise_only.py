@@ -1,0 +1,55 @@
+"""Who accuses a healthy node: noise-only diagnoses of the screened planner, each accusation put down to the rule
+that made it (issue 11's ≤ 1 % target; docs/diagnose-screens.md).
+
+    python bench/bench_diagnose_noise_only.py [--nodes 64,256,1024] [--trials 1000] [--seed 0]
+
+A trial is `nvcre bench diagnose --faults 0 --noise 0.05 --dip 0.05 --strategies screened`'s: a healthy cluster
+whose full-group run was a transient dip, σ 5 % and 5 % dips, the planner told neither. An accusation is the
+screens' lows in a row (`sk` in the planner's record), their near-miss test (`nm`), or the `adaptive` search
+after the hand-over (neither). A measurement: it checks no target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+
+from nvcre_hera.diagnose.bench import kind_oracle, planner_config
+from nvcre_hera.diagnose.oracle import run
+
+NOISE, DIP = 0.05, 0.05
+
+
+def source(record: dict) -> str:
+    return "near-miss" if record.get("nm") else "screens" if record.get("sk") else "search"
+
+
+def trials(nodes: int, count: int, seed: int) -> dict:
+    out = {"nodes": nodes, "trials": count, "accused": 0, "screens": 0, "near-miss": 0, "search": 0}
+    for s in range(seed, seed + count):
+        oracle, _bad = kind_oracle(nodes, 0, "slow-nic", 0.8, NOISE, random.Random(s), DIP)
+        rng = random.Random(s * 7919 + 17)  # the bench's stream, so a trial here is that trial
+        full = oracle.healthy(list(range(nodes))) * (1 - rng.uniform(0.1, 0.4))
+        final = run(oracle, planner_config("screened", nodes, 8, s), rng, full=full).final
+        acc = final["state"]["acc"]
+        out["accused"] += bool(acc)
+        for name in {source(a) for a in acc}:
+            out[name] += 1
+    out["accusedRate"] = round(out["accused"] / max(count, 1), 4)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="bench_diagnose_noise_only.py", description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", default="64,256,1024")
+    ap.add_argument("--trials", type=int, default=1000)
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    for n in (int(x) for x in a.nodes.split(",")):
+        print(json.dumps(trials(n, a.trials, a.seed)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
