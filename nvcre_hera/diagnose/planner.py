@@ -87,7 +87,8 @@ def _next(ctx: Ctx) -> dict:
     if mod is adaptive:
         adaptive.refresh(ctx)
     rnd = Round(ctx)
-    if st["round"] < int(ctx.config.get("maxRounds") or 48):
+    # the near-miss phase's rounds (screens.py) are its own, not taken from the search's budget
+    if st["round"] < int(ctx.config.get("maxRounds") or 48) + screens.near_miss_rounds(st):
         mod.schedule(ctx, rnd)
     tests = rnd.commit()
     history.open_round(ctx, tests)

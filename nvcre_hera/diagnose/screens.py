@@ -92,6 +92,11 @@ def active(state: dict) -> bool:
     return bool(sc) and sc["ph"] != "x"
 
 
+def near_miss_rounds(state: dict) -> int:
+    """Rounds the near-miss phase took (at most NEAR_MISS_ROUNDS)."""
+    return int((state.get("sc") or {}).get("nr", 0))
+
+
 def is_screen(ctx: Ctx, test_id: str) -> bool:
     m = ctx.meta.get(test_id)
     return m is not None and len(m) > 3
@@ -472,4 +477,4 @@ def finished(ctx: Ctx) -> bool:
 
 
 __all__ = ["KINDS", "MAX_NODES", "MIN_NODES", "absorb", "active", "batch_size", "dip_density", "enabled", "evidence",
-           "failed_count", "finished", "need", "schedule", "spread", "start"]
+           "failed_count", "finished", "near_miss_rounds", "need", "schedule", "spread", "start"]
