@@ -48,7 +48,7 @@ import statistics
 
 from nvcre_hera.diagnose import adaptive
 from nvcre_hera.diagnose import nodesets as ns
-from nvcre_hera.diagnose.evidence import CRASH_LLR, llr
+from nvcre_hera.diagnose.evidence import CRASH_LLR, _norm, llr
 from nvcre_hera.diagnose.state import SPECIFIC_REASONS, Ctx, Round
 
 KINDS = ("loopback", "intra")
@@ -313,13 +313,8 @@ def evidence(sc: dict, kind: str, ratios: list[float]) -> float:
     delta = DELTA_Z * sigma
     total = 0.0
     for r in ratios:
-        total += math.log((dips + _density(r, 1.0 - delta, sigma)) / (dips + _density(r, 1.0, sigma)))
+        total += math.log((dips + _norm(r, 1.0 - delta, sigma)) / (dips + _norm(r, 1.0, sigma)))
     return total
-
-
-def _density(x: float, mu: float, s: float) -> float:
-    z = (x - mu) / s
-    return math.exp(-0.5 * z * z) / (s * 2.5066282746310002)
 
 
 def _accuse_at(sc: dict, n: int) -> float:
@@ -339,9 +334,9 @@ def _keep_near_miss(sc: dict, x: int, ki: int, tid: str, ratio: float) -> None:
             return
         entry = kept.setdefault(str(x), [[] for _ in sc["k"]])
     tids = sc.setdefault("nt", [])
-    if not tids or tids[-1] != tid:
+    if not tids or tids[-1] != tid:  # a batch's screens arrive together, so its id is the last one kept
         tids.append(tid)
-    entry[ki] += [len(tids) - 1 if tids[-1] == tid else tids.index(tid), round(ratio * 1000)]
+    entry[ki] += [len(tids) - 1, round(ratio * 1000)]
 
 
 def _ratios(flat: list[int]) -> list[float]:
