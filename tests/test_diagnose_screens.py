@@ -182,6 +182,33 @@ def test_more_dips_seen_asks_for_more_lows_before_accusing():
     assert screens.need(sc, "loopback", 256) > calm >= 2
 
 
+def test_lows_deeper_than_every_dip_seen_accuse_sooner():
+    """30 cleared dips seen, none below 0.6: three lows at 0.5 are rarer than dips make them (1 in C(33, 3) that
+    three dips all fall below those 30), three at 0.7 are not; dips alone ask for 4 lows here (by hand: d̂ = 31/1024,
+    2048 · d̂³ ≈ 0.057 > ALPHA; d̂⁺ = (31 + 2√31)/1024, 2048 · d̂⁺³ / C(33, 3) ≈ 2.6e-5)."""
+    sc = {"k": ["loopback", "intra"], "c": {"loopback": [1024, 30, 30, 0.6], "intra": [1024, 0, 0, 1.0]}}
+    assert screens.need(sc, "loopback", 1024) == 4
+    assert screens.accuses(sc, "loopback", 1024, [0.5, 0.5, 0.5])
+    assert not screens.accuses(sc, "loopback", 1024, [0.7, 0.7, 0.7])
+    assert not screens.accuses(sc, "loopback", 1024, [0.5, 0.5])  # 2048 · d̂⁺² / C(32, 2) ≈ 0.007
+    assert screens.accuses(sc, "loopback", 1024, [0.7] * 4)
+    assert not screens.accuses(sc, "loopback", 1024, [0.1])  # one low never accuses
+    # no dip cleared yet: depth counts for nothing
+    assert screens.accuses(sc, "intra", 1024, [0.1, 0.1]) == screens.accuses(sc, "intra", 1024, [0.8, 0.8])
+
+
+def test_a_cleared_low_records_its_dips_depth():
+    """The dips that inform depth are the lows of nodes that then measured healthy: the stand-in's dips (10–40 %
+    deep, σ 2 %), never the accused node's half-speed screens."""
+    final, _rounds = drive(Cluster(64, gpu={5: 0.5}, seed=3, dip=0.05), config(64))
+    assert [s["node"] for s in final["suspects"]] == [5]
+    sc = final["state"]["sc"]
+    for kind in ("loopback", "intra"):
+        _screens, cleared, seen, deepest = sc["c"][kind]
+        assert seen >= cleared >= 1
+        assert 0.6 * 0.94 < deepest < 1 - screens.Z * sc["ref"][kind][1]
+
+
 def test_the_spread_is_robust_to_a_few_slow_nodes():
     rng = random.Random(0)
     values = [100 * (1 + rng.gauss(0, 0.03)) for _ in range(200)] + [60.0] * 10

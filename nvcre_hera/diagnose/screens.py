@@ -9,9 +9,10 @@ once, and it starts faster than any multi-node job (sim/model.py `startup_s`). T
 Each round every node runs its next screen; a node is compared with the others of the same kind (the healthy
 majority), never with a number it was told. The spread is estimated from the first full round of a kind:
 σ̂ = 1.4826·MAD/median, raised by its own uncertainty (× (1 + 2/√n)) and floored at 0.5 %. A value below
-1 − Z·σ̂ of the median is *low*; a low node screens the same kind again, and is accused after `need` lows in a row,
-where `need` keeps the chance that a healthy node dips that often anywhere in the group under ALPHA, with the
-dip rate estimated from the lows that a re-screen cleared (nodes that dipped once and then measured healthy).
+1 − Z·σ̂ of the median is *low*; a low node screens the same kind again, and is accused after lows in a row that
+dips alone would give a healthy node anywhere in the group with chance under ALPHA (`healthy_chance`), with the
+dip rate estimated from the lows that a re-screen cleared (nodes that dipped once and then measured healthy), and
+fewer lows when they are deeper than every dip those showed.
 A screen that crashes or sends no value accuses its node at once (fail closed), keeping what its test said.
 
 Then one multi-node job of every node not accused, V0, asks whether the accusations explain the failure: it passes
@@ -30,7 +31,7 @@ Screens travel in batches (`Round.add_screens`: one test item of up to ⌈N/16�
 one value per node back), so a round of them stays small in the Workflow.
 
 State ``st["sc"]``: ``k`` the kinds, ``p`` one character per node (the index of its next kind, ``a`` accused),
-``ref`` per kind [median, σ̂, σ, dip density] (`spread`, `dip_density`), ``c`` per kind [screens, cleared lows],
+``ref`` per kind [median, σ̂, σ, dip density] (`spread`, `dip_density`), ``c`` per kind [screens, cleared lows, their values, the deepest ratio],
 ``low`` the nodes now low ({node: [kind index, [[test id, ratio], ...]]}), ``nm`` the near misses' screens
 ({node: [[test index, ratio‰, ...] per kind]}, the test ids in ``nt``; kept until the near-miss phase ends),
 ``f`` the failing full run's value (``fc``: it crashed), ``ph`` the phase (``s`` screens, ``v`` the final V0
@@ -82,7 +83,7 @@ def start(ctx: Ctx, full_value: float | None, full_crashed: bool = False) -> Non
     kinds = [k for k in (ctx.config.get("screens") or []) if k in KINDS]
     if not kinds:
         raise ValueError(f"diagnoseScreens: {ctx.config.get('screens')!r} names none of {', '.join(KINDS)}")
-    ctx.state["sc"] = {"k": kinds, "p": "0" * ctx.n, "ref": {}, "c": {k: [0, 0] for k in kinds}, "low": {},
+    ctx.state["sc"] = {"k": kinds, "p": "0" * ctx.n, "ref": {}, "c": {k: [0, 0, 0, 1.0] for k in kinds}, "low": {},
                        "f": full_value, "ph": "s", **({"fc": 1} if full_crashed else {})}
     ctx.state["work"] = []
 
@@ -154,7 +155,7 @@ def _ready(ctx: Ctx) -> bool:
             continue
         low = sc["low"].get(str(x))
         if low is not None:
-            if len(low[1]) < need(sc, kinds[low[0]], ctx.n) - 1:
+            if not _one_short(sc, kinds[low[0]], ctx.n, [r for _t, r in low[1]]):
                 return False
         elif int(p[x]) < len(kinds):
             return False
@@ -227,13 +228,55 @@ def dip_density(ratios: list[float], sigma: float) -> float:
     return (inside + 1) / (len(ratios) * (hi - lo))
 
 
+def dip_rate(sc: dict, kind: str, upper: bool = False) -> float:
+    """d̂, the share of a kind's screens that dipped low on a healthy node: cleared lows over screens, one dip added
+    so that none seen is not taken for none happening; with `upper`, two Poisson σ above that (few dips seen say
+    little about their rate)."""
+    screens_, cleared = sc["c"][kind][:2]
+    dips = cleared + 1 + (2 * math.sqrt(cleared + 1) if upper else 0)
+    return min(0.5, dips / max(screens_, 1))
+
+
+def healthy_chance(sc: dict, kind: str, n: int, ratios: list[float]) -> float:
+    """A bound on the chance that dips alone give some healthy node of the group these lows in a row: kinds·n·d̂^m,
+    or, when j of them lie below all M dips seen (the cleared lows' values), kinds·n·d̂⁺^m / C(M + j, j) if that is
+    less. Dips are alike, so a new one falls below M earlier ones with chance 1/(M + 1), j of them with
+    1/C(M + j, j): a fault deeper than any dip this group showed needs fewer lows, whatever the dips' depth. d̂⁺, the
+    rate's upper bound, because that credit is largest when M, and so what d̂ rests on, is small (at σ 5 %, 5 %
+    dips and N = 256 d̂ itself let 9 of 1000 noise-only diagnoses accuse this way)."""
+    m = len(ratios)
+    plain = len(sc["k"]) * n * dip_rate(sc, kind) ** m
+    seen, deepest = sc["c"][kind][2:4] or (0, 0.0)
+    deep = sum(1 for r in ratios if r < deepest)
+    if not deep:
+        return plain
+    return min(plain, len(sc["k"]) * n * dip_rate(sc, kind, upper=True) ** m / math.comb(seen + deep, deep))
+
+
+def accuses(sc: dict, kind: str, n: int, ratios: list[float]) -> bool:
+    """Whether these lows in a row accuse their node: at least 2, and dips alone would give them to a healthy node
+    of the group with chance at most ALPHA (or MAX_SCREENS of them)."""
+    m = len(ratios)
+    return m >= 2 and (m >= MAX_SCREENS or healthy_chance(sc, kind, n, ratios) <= ALPHA)
+
+
 def need(sc: dict, kind: str, n: int) -> int:
-    """Lows in a row that accuse a node: the fewest m with kinds·n·d̂^m ≤ ALPHA, d̂ the dip rate seen so far
-    (cleared lows over screens, one dip added so that none seen is not taken for none happening)."""
-    screens, dips = sc["c"][kind]
-    d = min(0.5, (dips + 1) / max(screens, 1))
-    m = math.log(ALPHA / (len(sc["k"]) * n)) / math.log(d)
+    """Lows in a row, none deeper than the dips seen, that accuse a node: the fewest m with kinds·n·d̂^m ≤ ALPHA."""
+    m = math.log(ALPHA / (len(sc["k"]) * n)) / math.log(dip_rate(sc, kind))
     return max(2, min(MAX_SCREENS, math.ceil(m)))
+
+
+def _one_short(sc: dict, kind: str, n: int, ratios: list[float]) -> bool:
+    """Whether one more low, as deep as the shallowest of these, would accuse (its next screen decides it)."""
+    return accuses(sc, kind, n, ratios + [max(ratios)])
+
+
+def _clear_low(sc: dict, kind: str, lows: list) -> None:
+    """A low node measured healthy: its lows were dips; count the episode (d̂) and keep how deep they went."""
+    c = sc["c"][kind]
+    c[1] += 1
+    c[2] += len(lows)
+    c[3] = min([c[3]] + [r for _t, r in lows])
 
 
 def absorb(ctx: Ctx) -> None:
@@ -292,8 +335,7 @@ def _absorb_screens(ctx: Ctx, sc: dict) -> None:
                 lows.append((x, v, why, tid))
                 continue
             if str(x) in sc["low"]:
-                sc["c"][kind][1] += 1
-                del sc["low"][str(x)]
+                _clear_low(sc, kind, sc["low"].pop(str(x))[1])
             _advance(sc, x, ki + 1)
         for x, v, why, tid in lows:
             if v is None:
@@ -301,7 +343,7 @@ def _absorb_screens(ctx: Ctx, sc: dict) -> None:
                 continue
             entry = sc["low"].setdefault(str(x), [ki, []])
             entry[1].append([tid, round(v / sc["ref"][kind][0], 3)])
-            if len(entry[1]) >= need(sc, kind, ctx.n):
+            if accuses(sc, kind, ctx.n, [r for _t, r in entry[1]]):
                 _accuse(ctx, x, kind, entry[1])
 
 
@@ -471,5 +513,6 @@ def finished(ctx: Ctx) -> bool:
     return sc["ph"] == "x" and bool(ctx.state.get("verified")) and not ctx.state["work"]
 
 
-__all__ = ["KINDS", "MAX_NODES", "MIN_NODES", "absorb", "active", "batch_size", "dip_density", "enabled", "evidence",
+__all__ = ["KINDS", "MAX_NODES", "MIN_NODES", "absorb", "accuses", "active", "batch_size", "dip_density", "dip_rate",
+           "enabled", "evidence", "healthy_chance",
            "failed_count", "finished", "near_miss_rounds", "need", "schedule", "spread", "start"]
