@@ -44,12 +44,14 @@ def row(result: dict) -> str:
             f"| ({margin}) {h['wallMedian']} / {h['wallP95']}, {h['nodeMinutes']:.0f}, {h['recall']:.2f}, {_link(h)} "
             f"| {a['wallMedian']} / {a['wallP95']}, {a['nodeMinutes']:.0f}, {a['recall']:.2f}, {_link(a)} "
             f"| {c['wallMedian']} / {c['wallP95']}, {c['nodeMinutes']:.0f}, {c['jobs']:.0f}, {c['rounds']:.1f}, "
-            f"{c['precision']:.2f}, {c['recall']:.2f}, {c['falseAccusationRate']:.3f}, {_link(c)} "
+            f"{c['precision']:.2f}, {c['recall']:.2f}, {c['falseAccusationRate']:.3f}, {_link(c)}, "
+            f"{c['falseInfraRate']:.3f} "
             f"| {wall:.2f}{'' if wall <= 0.6 else ' missed'} | {nm:.1f}{'' if nm <= 1.0 else ' missed'} |")
 
 
 HEADER = ("| N | K | kind | halving* (margin): wall med / p95, node-min, recall, link | adaptive: wall med / p95, "
-          "node-min, recall, link | screened: wall med / p95, node-min, jobs, rounds, prec, recall, false-acc, link "
+          "node-min, recall, link | screened: wall med / p95, node-min, jobs, rounds, prec, recall, false-acc, link, "
+          "false-infra "
           "| screened wall ÷ halving* (≤ 0.6) | screened node-min ÷ halving* (≤ 1.0) |\n"
           "|---|---|---|---|---|---|---|---|")
 

@@ -191,7 +191,18 @@ def absorb(ctx: Ctx) -> None:
                 out.append(it)
         elif kind == "V":
             out.extend(_result_v(ctx, it, out))
-    ctx.state["work"] = out
+    ctx.state["work"] = [it for it in out if not _explained_probe(ctx, it)]
+
+
+def _explained_probe(ctx: Ctx, it: dict) -> bool:
+    """A probe whose failing set (its parent; the two sides once it narrows) holds both ends of a fault recorded
+    since it began: that fault explains the failure, and probing on would find it again. (Another fault in there
+    still fails the verification, which restarts the search.)"""
+    if it["k"] != "B" or not ctx.state["infra"]:
+        return False
+    focus = it["sd"] if it["ph"] == "cf" else [it["x"], it["y"]] if it["ph"] == "nar" else [it["p"]]
+    held = set(ns.to_nodes(ns.union(*focus)))
+    return any(all(set(side) <= held for side in f["between"]) for f in ctx.state["infra"])
 
 
 def _fp_of(ctx: Ctx, it: dict, oids: dict[int, int]) -> tuple[float, float]:

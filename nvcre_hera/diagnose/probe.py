@@ -165,9 +165,10 @@ def _result_confirm(item: dict, ctx: Ctx, ids: list[str]) -> bool:
         if bad:
             item["uo"] = (item["uo"] + [ctx.oid(tid)])[-6:]
         elif intermittent.clear_pass(ctx, r, fp):  # the very set that failed now passes: intermittent
-            fb = {"sd": sides, "evidence": item["ev"][-8:]}
+            # no fault to fall back on: a clean pass of both sides together is what no bad link between them
+            # gives, so a set that stays quiet is left unresolved (a dip misled the narrowing, or a flapper hid)
             _spawn(item, intermittent.new_item(ctx, ns.union(*sides), fp, item.get("hs", []), item["ue"],
-                                               item["uo"], fb))
+                                               item["uo"]))
             return True
     item["mi"] += 1
     if item["mi"] >= CONFIRM_ROUNDS:
@@ -219,7 +220,10 @@ def result_probe(item: dict, ctx: Ctx, fails: Judge) -> bool:
         else:
             item.update(ph="pairs", mi=0)
         return False
-    hit = next((i for i, v in enumerate(verdicts) if v), None)
+    hits = [i for i, v in enumerate(verdicts) if v]
+    # two failing mixed halves are one link and a dip far more often than two links between the same sides: follow
+    # the deeper (NVCRE's probe, `nv`, follows the first, as ADR-056 does)
+    hit = hits[0] if hits and item["nv"] else min(hits, key=lambda i: _ratio_or_zero(ctx, ids[i]), default=None)
     if hit is None:
         # unions that passed vouch for their nodes
         for a, b in sets:
@@ -227,6 +231,8 @@ def result_probe(item: dict, ctx: Ctx, fails: Judge) -> bool:
         if item["nv"] and ph == "nar":
             return True  # ADR-056: both mixed groups pass -> transient
         item["mi"] += 1
+        if _pending_sets(item) is None and item.get("cont"):
+            return True  # a continuation's parts: no union of two failed, nothing between them
         if _pending_sets(item) is None and ph == "pairs" and not item.get("again"):
             item.update(ph="re", again=True)  # every union passed: make sure the parent still fails
             return False
@@ -234,11 +240,30 @@ def result_probe(item: dict, ctx: Ctx, fails: Judge) -> bool:
             return _conclude(ctx, item, item["ch"] if ph == "pairs" else [item["x"], item["y"]])
         return False
     x, y = sets[hit]
+    if ph == "pairs" and not item["nv"]:
+        # a matching's unions are disjoint, and another that fails holds another bad link as likely as a dip:
+        # it is narrowed beside this one instead of after it (a restart of the search each)
+        for i in hits:
+            if i != hit:
+                _spawn(item, new_probe(ctx, ns.union(*sets[i]), list(sets[i]), item.get("fp"), retest=False))
+        # and the parts in no failing union go on pairing among themselves beside the narrowing (`cont`: their
+        # union was never seen failing, so their pairs all passing ends it), where a further link may lie
+        used = [part for i in hits for part in sets[i]]
+        rest = [part for part in item["ch"] if part not in used]
+        if len(rest) >= 2:
+            cont = new_probe(ctx, ns.union(*rest), rest, item.get("fp"), retest=False)
+            cont.update(ph="pairs", cont=1)
+            _spawn(item, cont)
     item.update(ph="nar", x=x, y=y, mi=0)
     limit = ceil(log2(max(2, min(ns.size(x), ns.size(y))))) + 1 if item["nv"] else 64
     if (ns.size(x) == 1 and ns.size(y) == 1) or item["it"] > limit:
         return _conclude(ctx, item, [x, y])
     return False
+
+
+def _ratio_or_zero(ctx: Ctx, tid: str) -> float:
+    r = ctx.ratio(tid)
+    return 0.0 if r is None else r
 
 
 def probe_nodes(item: dict) -> list[int]:
