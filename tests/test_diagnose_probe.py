@@ -94,3 +94,18 @@ def test_a_probe_whose_failing_set_holds_a_recorded_fault_is_dropped():
     assert not adaptive._explained_probe(ctx, narrowing_elsewhere)
     assert adaptive._explained_probe(ctx, confirming_it)
     assert not adaptive._explained_probe(ctx, {"k": "V"})
+
+
+def test_a_node_that_once_dipped_on_its_own_pads_a_run_only_when_no_other_partner_is_free():
+    """A flapping node passes some runs, so it can be 'known healthy'; padding a singleton with it while its flap
+    is on fails the run and accuses the singleton. Nodes whose screen was low once and then healthy (`dl`) are
+    partners of last resort."""
+    from nvcre_hera.diagnose.state import Ctx, Round, new_state
+
+    state = new_state({"nodeCount": 6, "strategy": "adaptive"})
+    state["ok"] = ns.bits_encode(bytearray([1] * 6))
+    state["dl"] = ns.from_nodes([1, 2])
+    rnd = Round(Ctx(state, {"maxConcurrent": 8}, []))
+    assert rnd.partner(0) == 3
+    rnd.reserve([3, 4, 5])
+    assert rnd.partner(0) in (1, 2)  # none other free: a doubted one rather than none

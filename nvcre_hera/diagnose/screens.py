@@ -336,6 +336,7 @@ def _absorb_screens(ctx: Ctx, sc: dict) -> None:
                 continue
             if str(x) in sc["low"]:
                 _clear_low(sc, kind, sc["low"].pop(str(x))[1])
+                ctx.state["dl"] = ns.union(ctx.state.get("dl") or [], [[x, x + 1]])
             _advance(sc, x, ki + 1)
         for x, v, why, tid in lows:
             if v is None:

@@ -80,6 +80,8 @@ class Ctx:
         sigma0 = max(float(config.get("noise") or 0.03), float(state.get("s0") or 0.0))
         self.ref = Reference(state["ev"], config.get("baselineGBps"), sigma0)
         self.ok = ns.bits_decode(state["ok"], self.n)
+        # nodes that once measured low on their own and then healthy (a dip, or a flap): partners of last resort
+        self.doubted = set(ns.to_nodes(state.get("dl") or []))
         self.values: dict[str, float | None] = {}
         self.meta: dict[str, list] = dict(state.get("out") or {})
         why = state.setdefault("why", {})
@@ -250,24 +252,28 @@ class Round:
         return groups
 
     def partner(self, x: int, avoid: Sequence[int] = (), exclude: Sequence[int] = ()) -> int | None:
-        """A known-healthy free node to pad `x` with, same clique first, rotating so partners differ."""
+        """A known-healthy free node to pad `x` with, same clique first, rotating so partners differ; a doubted
+        node (`Ctx.doubted`) only when no other will do: a flapping node passes now and then, and a partner
+        whose flap is on fails the run it pads, which then accuses the node it padded."""
         ctx = self.ctx
         bad = set(avoid) | set(exclude) | {x}
         n = ctx.n
         start = ctx.state["pc"] % max(n, 1)
         fallback = None
         want = ctx.clique_of[x] if ctx.clique_of is not None else -1
-        for step in range(n):
-            y = (start + step) % n
-            if ctx.ok[y] and not self.busy[y] and y not in bad:
-                if want < 0 or ctx.clique_of[y] == want:
-                    ctx.state["pc"] = y + 1
-                    return y
-                if fallback is None:
-                    fallback = y
-        if fallback is not None:
-            ctx.state["pc"] = fallback + 1
-        return fallback
+        for doubted in (False, True):
+            for step in range(n):
+                y = (start + step) % n
+                if ctx.ok[y] and not self.busy[y] and y not in bad and (y in ctx.doubted) == doubted:
+                    if want < 0 or ctx.clique_of[y] == want:
+                        ctx.state["pc"] = y + 1
+                        return y
+                    if fallback is None:
+                        fallback = y
+            if fallback is not None:
+                ctx.state["pc"] = fallback + 1
+                return fallback
+        return None
 
     def commit(self) -> list[dict]:
         """Account the round in the stats and return its tests."""
