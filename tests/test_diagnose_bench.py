@@ -362,3 +362,16 @@ def test_gpu_factor_in_a_clique_job_scales_the_clique_rate() -> None:
     assert o.measure([0, 1], rng)["busBandwidthGBps"] == 398.4
     assert o.measure([1, 4], rng)["busBandwidthGBps"] == 235.0
     assert o.measure([4, 5], rng)["busBandwidthGBps"] == 796.8
+
+
+def test_a_diagnose_of_flapping_nodes_starts_from_a_run_that_failed() -> None:
+    """A certification run with its flapper's flap off is healthy and starts no diagnose: the bench hands over the
+    first full run that is clearly low (3σ under healthy), drawing again while it is not."""
+    nodes = list(range(16))
+    oracle = Oracle(n=16, sigma=0.02, dip=0.0, factors={3: 0.5}, flaps={3: 0.5})
+    line = oracle.healthy(nodes) * (1 - 3 * 0.02)
+    values = [bench_module.failing_full_run(oracle, random.Random(seed)) for seed in range(40)]
+    assert all(v < line for v in values)
+    # with its flap never on, no draw fails: it gives up after its tries, on a healthy value
+    never = Oracle(n=16, sigma=0.02, dip=0.0, factors={3: 0.5}, flaps={3: 0.0})
+    assert bench_module.failing_full_run(never, random.Random(0), tries=3) > line
