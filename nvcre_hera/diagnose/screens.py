@@ -31,15 +31,16 @@ Screens travel in batches (`Round.add_screens`: one test item of up to ⌈N/16�
 one value per node back), so a round of them stays small in the Workflow.
 
 State ``st["sc"]``: ``k`` the kinds, ``p`` one character per node (the index of its next kind, ``a`` accused),
-``ref`` per kind [median, σ̂, σ, dip density] (`spread`, `dip_density`), ``c`` per kind [screens, cleared lows, their values, the deepest ratio],
-``low`` the nodes now low ({node: [kind index, [[test id, ratio], ...]]}), ``nm`` the near misses' screens
-({node: [[test index, ratio‰, ...] per kind]}, the test ids in ``nt``; kept until the near-miss phase ends),
-``f`` the failing full run's value (``fc``: it crashed), ``ph`` the phase (``s`` screens, ``v`` the final V0
-asked, ``n`` near misses after a failing V0, ``x`` over), ``v``/``vn`` the V0 test in flight and its nodes,
-``vok`` the nodes of a V0 that passed, ``vp`` one pass seen with nobody accused, ``na``/``v0``/``nr`` the
-accusations before the near-miss phase, the failing V0's value and the phase's rounds. An accusation made here
-has ``sk`` (its kind), and ``nm`` when the near-miss phase made it. Screen values never enter the multi-node
-healthy reference.
+``ref`` per kind [median, σ̂, σ, dip density] (`spread`, `dip_density`), ``c`` per kind [screens, cleared lows,
+their values, the deepest ratio] (`healthy_chance`), ``low`` the nodes now low ({node: [kind index, [[test id,
+ratio], ...]]}), ``nm`` the near misses' screens ({node: [[test index, ratio‰, ...] per kind]}, the test ids in
+``nt``; kept until the near-miss phase ends), ``f`` the failing full run's value (``fc``: it crashed), ``ph`` the
+phase (``s`` screens, ``v`` the final V0 asked, ``n`` near misses after a failing V0, ``x`` over), ``v``/``vn`` the
+V0 test in flight and its nodes, ``vok`` the nodes of a V0 that passed, ``vp`` one pass seen with nobody accused,
+``na``/``v0``/``nr`` the accusations before the near-miss phase, the failing V0's value and the phase's rounds. An
+accusation made here has ``sk`` (its kind), and ``nm`` when the near-miss phase made it. Screen values never enter
+the multi-node healthy reference. A node whose low cleared is kept in ``st["dl"]`` (ranges), outside ``sc``: the
+search pads singletons with such a node only when no other partner is free (`state.Round.partner`).
 """
 
 from __future__ import annotations
@@ -261,7 +262,8 @@ def accuses(sc: dict, kind: str, n: int, ratios: list[float]) -> bool:
 
 
 def need(sc: dict, kind: str, n: int) -> int:
-    """Lows in a row, none deeper than the dips seen, that accuse a node: the fewest m with kinds·n·d̂^m ≤ ALPHA."""
+    """Lows in a row, none deeper than the dips seen, that accuse a node: the fewest m with
+    kinds·n·d̂^m ≤ ALPHA."""
     m = math.log(ALPHA / (len(sc["k"]) * n)) / math.log(dip_rate(sc, kind))
     return max(2, min(MAX_SCREENS, math.ceil(m)))
 
@@ -515,5 +517,5 @@ def finished(ctx: Ctx) -> bool:
 
 
 __all__ = ["KINDS", "MAX_NODES", "MIN_NODES", "absorb", "accuses", "active", "batch_size", "dip_density", "dip_rate",
-           "enabled", "evidence", "healthy_chance",
-           "failed_count", "finished", "near_miss_rounds", "need", "schedule", "spread", "start"]
+           "enabled", "evidence", "failed_count", "finished", "healthy_chance", "near_miss_rounds", "need", "schedule",
+           "spread", "start"]
