@@ -176,9 +176,9 @@ def test_with_the_users_threshold_one_job_after_the_screens_settles_it():
 
 
 def test_more_dips_seen_asks_for_more_lows_before_accusing():
-    sc = {"k": ["loopback", "intra"], "c": {"loopback": [256, 0], "intra": [256, 0]}}
+    sc = {"k": ["loopback", "intra"], "c": {"loopback": [256, 0, 0, 1.0], "intra": [256, 0, 0, 1.0]}}
     calm = screens.need(sc, "loopback", 256)
-    sc["c"]["loopback"] = [256, 20]
+    sc["c"]["loopback"] = [256, 20, 20, 0.7]
     assert screens.need(sc, "loopback", 256) > calm >= 2
 
 

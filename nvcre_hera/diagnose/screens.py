@@ -247,7 +247,7 @@ def healthy_chance(sc: dict, kind: str, n: int, ratios: list[float]) -> float:
     dips and N = 256 d̂ itself let 9 of 1000 noise-only diagnoses accuse this way)."""
     m = len(ratios)
     plain = len(sc["k"]) * n * dip_rate(sc, kind) ** m
-    seen, deepest = sc["c"][kind][2:4] or (0, 0.0)
+    seen, deepest = sc["c"][kind][2:4]
     deep = sum(1 for r in ratios if r < deepest)
     if not deep:
         return plain
