@@ -387,8 +387,13 @@ def _result_v(ctx: Ctx, it: dict, work: list[dict]) -> list[dict]:
     it["L"] = round(sum(llr(ctx.r(o), fh, ctx.sigma) for o in it["eo"]), 3)
     it["rep"] += 1
     if it["L"] <= -1.0:
-        ctx.mark_ok(ns.to_nodes(it["s"]))
         st["verified"] = True
+        if _under_threshold(ctx, it["eo"]):
+            # healthy against what its parts measured, yet below the user's floor as one job: no node or link in
+            # it to blame, and no pass either (fail closed: it vouches for none of its nodes)
+            st["unres"].append(it["s"])
+            return [it]
+        ctx.mark_ok(ns.to_nodes(it["s"]))
         return [it]
     if it["L"] < STRONG and it["rep"] < 2:
         return [it]  # marginal: run it once more
@@ -416,12 +421,32 @@ def _result_v(ctx: Ctx, it: dict, work: list[dict]) -> list[dict]:
                           "pp": list(a.get("pp", [])), "root": None, "ev": list(a.get("ev", []))}
                 new.append(s_item)
         return new
-    if st.get("restarts", 0) >= MAX_RESTARTS:
+    # when no job has met the threshold, a new search finds each part as far under it as the whole
+    if st.get("restarts", 0) >= MAX_RESTARTS or below_threshold_everywhere(ctx):
         st["unres"].append(it["s"])
         st["verified"] = True
         return [it]
     st["restarts"] = st.get("restarts", 0) + 1
     return [_k(ctx, it["s"], [o_v], L=it["L"])]
+
+
+def below_threshold_everywhere(ctx: Ctx) -> bool:
+    """Whether the user gave a threshold and no job measured so far met it (the failing runs that started the
+    search are not counted: they are no candidates for healthy). Judged on measured values only."""
+    thr = ctx.config.get("threshold")
+    if thr is None:
+        return False
+    measured = [v for v, _n, _net, *never in ctx.ref.obs if v is not None and not never]
+    return bool(measured) and max(measured) < float(thr)
+
+
+def _under_threshold(ctx: Ctx, observations: list[int]) -> bool:
+    """Whether the user gave a threshold and none of these runs met it."""
+    thr = ctx.config.get("threshold")
+    if thr is None:
+        return False
+    values = [ctx.ref.obs[o][0] for o in observations]
+    return not any(v is not None and v >= float(thr) for v in values)
 
 
 def _probe_fails(ctx: Ctx, tid: str, item: dict) -> bool:
@@ -457,4 +482,4 @@ def finished(ctx: Ctx) -> bool:
     return bool(ctx.state.get("verified")) and all(w["k"] == "V" and "t" not in w for w in work)
 
 
-__all__ = ["absorb", "finished", "refresh", "schedule", "start"]
+__all__ = ["absorb", "below_threshold_everywhere", "finished", "refresh", "schedule", "start"]

@@ -141,17 +141,16 @@ def _below_floor(ctx: Ctx) -> None:
     When every group runs alike but below the floor (a fabric-wide deficit, or a threshold the hardware cannot
     meet), the search finds no outlier; the nodes left unaccused are then reported as one unresolved group.
     Judged on measured values only (never an extrapolation to a size no job ran at)."""
-    st, threshold = ctx.state, ctx.config.get("threshold")
-    if threshold is None or st.get("floorChecked"):
+    st = ctx.state
+    if ctx.config.get("threshold") is None or st.get("floorChecked"):
         return
     st["floorChecked"] = 1
-    measured = [v for v, _n, _net, *never in ctx.ref.obs if v is not None and not never]
-    if not measured or max(measured) >= float(threshold):
+    if not adaptive.below_threshold_everywhere(ctx):
         return
     accused = {a["node"] for a in st["acc"]}
     rest = [i for i in range(st["n"]) if i not in accused]
-    if rest and not any(ns.to_nodes(u) == rest for u in st["unres"]):
-        st["unres"].append(ns.from_nodes(rest))
+    if rest:  # one group: a smaller one left unresolved on the way is part of it
+        st["unres"] = [u for u in st["unres"] if not set(ns.to_nodes(u)) <= set(rest)] + [ns.from_nodes(rest)]
 
 
 def suspects(state: dict) -> list[dict]:
