@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from nvcre_hera.local_run import run_local
 
@@ -41,6 +42,23 @@ def test_link_fault_is_an_infrastructure_fault_not_a_node():
     assert flat == ["gpu-node-03", "gpu-node-04"]
     assert report["failedNodes"] == []  # neither end is blamed: the link between them is
     assert report["result"] == "FAILED" and report["categories"][0]["failureReason"] == "InfrastructureFault"
+
+
+def test_halving_never_passes_a_bad_cable_between_its_screening_chunks(tmp_path: Path):
+    """NVCRE's halving starts from a failing full run; the workflow hands none over. The cable between gpu-node-03
+    and gpu-node-04 joins two ⌈√8⌉-node chunks, so every screen passed and the certification PASSED in one round.
+    Now the whole group runs once and fails: NVCRE's stages name nothing there, so the eight nodes are unresolved,
+    never PASSED."""
+    cert = yaml.safe_load(Path(CERT).read_text())
+    cert["spec"]["categories"][0]["options"].update(diagnoseStrategy="halving", diagnoseScreens=[])
+    path = tmp_path / "halving.yaml"
+    path.write_text(yaml.safe_dump(cert))
+    local = run_local(str(path), str(ROOT / "examples" / "clusters" / "link-fault.yaml"))
+    (category,) = local.report["categories"]
+    verdict = category["diagnose"]
+    assert local.report["result"] == "FAILED" and verdict["suspects"] == []
+    assert [g["nodes"] for g in verdict["unresolved"]] == [[f"gpu-node-{i:02d}" for i in range(1, 9)]]
+    assert local.report["execution"]["jobObjectsLeftBehind"] == 0
 
 
 def test_flapping_node_is_caught():

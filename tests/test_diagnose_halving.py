@@ -38,3 +38,28 @@ def test_threshold_decides_pass_fail() -> None:
     oracle = Oracle(n=16, sigma=0.0, dip=0.0, factors={3: 0.9})
     trace = run(oracle, _config(16, threshold=380 * 0.85), random.Random(0))
     assert trace.accused == set()
+
+
+def test_without_a_failing_run_the_whole_group_runs_once_after_the_screens_pass() -> None:
+    # as the workflow runs it (no full run handed over): a link between two 4-node chunks is in no screen
+    linked = Oracle(n=16, sigma=0.0, dip=0.0, links={(2, 5): 0.5})
+    trace = run(linked, _config(16, threshold=300.0), random.Random(0), full=False)
+    assert [sorted(t["nodes"]) for t in trace.rounds[1]] == [list(range(16))]  # the run NVCRE starts from
+    assert len(trace.rounds) == 2 and trace.accused == set()
+    assert trace.final["unresolved"] == [list(range(16))]  # NVCRE's stages name nothing: never a pass
+    # a healthy group: the whole passes and ends it, with every node released
+    healthy = run(Oracle(n=16, sigma=0.0, dip=0.0), _config(16, threshold=300.0), random.Random(0), full=False)
+    assert len(healthy.rounds) == 2 and healthy.final["suspects"] == [] and healthy.final["unresolved"] == []
+    assert sorted(x for g in healthy.final["releases"] for lo, hi in g["nodes"] for x in range(lo, hi)) == \
+        list(range(16))
+    # a failing run handed over (NVCRE's trigger) with every screen passing: no extra job, the group unresolved
+    handed = run(linked, _config(16, threshold=300.0), random.Random(0), full=True)
+    assert len(handed.rounds) == 1 and handed.final["unresolved"] == [list(range(16))]
+
+
+def test_a_failing_pair_that_confirmation_clears_node_by_node_is_unresolved() -> None:
+    # the link between 2 and 3 lies inside one chunk; the chunk fails, [2, 3] fails, each passes with another node
+    oracle = Oracle(n=16, sigma=0.0, dip=0.0, links={(2, 3): 0.5})
+    trace = run(oracle, _config(16, threshold=300.0), random.Random(0), full=False)
+    assert trace.accused == set()
+    assert trace.final["unresolved"] == [[2, 3]]

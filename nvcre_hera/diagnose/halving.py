@@ -6,6 +6,14 @@ testing both halves, level-synchronously ("all groups must complete before the n
 ADR-056 cross-boundary probing. Finally every suspect is paired with a *different* healthy node: a failing pair
 confirms it, a passing pair clears it. Pass/fail is the bit NVCRE uses: the job crashed or its busbw is below the
 threshold (the user's floor, else the healthy reference less `halvingMargin`, default 7.5 %).
+
+NVCRE starts from a failing full-group run; the compiled workflow hands none over, and a fault between two
+screening groups (a bad cable between two chunks) is in no screen: every screen passed and so did the
+certification, in one round. So when every screening group passes, the whole group runs once (``W``), the run
+NVCRE would have started from: passing, it ends the diagnose; failing, or when a failing run was handed over,
+NVCRE's stages end there with nothing named, and the whole group is reported unresolved (fail closed). Likewise a
+failing group at minGroupSize whose nodes confirmation clears one by one stays unresolved: each passed with
+another node, nothing vouches for them together.
 """
 
 from __future__ import annotations
@@ -17,8 +25,9 @@ from nvcre_hera.diagnose.probe import new_probe, result_probe, schedule_probe
 from nvcre_hera.diagnose.state import Ctx, Round
 
 
-def start(ctx: Ctx) -> None:
-    """Seed the screening level: one group per clique, or ⌈√N⌉-node chunks."""
+def start(ctx: Ctx, measured: bool = True) -> None:
+    """Seed the screening level: one group per clique, or ⌈√N⌉-node chunks. `measured`: a failing full-group run
+    was handed over (else the whole group is checked once every screening group passed)."""
     n = ctx.n
     groups: list[list[int]] = []
     if ctx.clique_of is not None:
@@ -33,6 +42,8 @@ def start(ctx: Ctx) -> None:
     else:
         groups = _chunks(list(range(n)))
     ctx.state["work"] = [{"k": "G", "id": ctx.new_id(), "s": ns.from_nodes(g), "ps": None} for g in groups]
+    if not measured:
+        ctx.state["hw"] = 1
 
 
 def _chunks(nodes: list[int]) -> list[list[int]]:
@@ -71,9 +82,13 @@ def schedule(ctx: Ctx, rnd: Round) -> None:
             ids = rnd.add([nodes])
             if ids:
                 it["t"], it["pad"] = ids, pad
+        elif it["k"] == "W" and "t" not in it:
+            ids = rnd.add([ns.to_nodes(it["s"])])
+            if ids:
+                it["t"] = ids
         elif it["k"] == "B":
             schedule_probe(it, rnd)
-    if not any(it["k"] in "GB" for it in work):
+    if not any(it["k"] in "GBW" for it in work):
         for it in work:
             if it["k"] == "C":
                 p = rnd.partner(it["x"], avoid=it["pp"])
@@ -98,6 +113,12 @@ def absorb(ctx: Ctx) -> None:
             if not it["res"]:
                 ctx.mark_ok(ns.to_nodes(it["s"]))
             out.append(it)
+        elif it["k"] == "W":
+            tid = it.pop("t")[0]
+            if fails(ctx, tid):
+                st["unres"].append(it["s"])
+            else:
+                ctx.mark_ok(ns.to_nodes(it["s"]))
         elif it["k"] == "B":
             if not result_probe(it, ctx, fails):
                 out.append(it)
@@ -113,6 +134,17 @@ def absorb(ctx: Ctx) -> None:
     level = [it for it in out if it["k"] == "G"]
     if level and all("res" in it for it in level):
         st["work"] = [it for it in out if it["k"] != "G"] + _next_level(ctx, level)
+    if not st["work"]:
+        _unexplained_leaves(ctx)
+
+
+def _unexplained_leaves(ctx: Ctx) -> None:
+    """A failing group at minGroupSize none of whose nodes was confirmed stays unresolved."""
+    st = ctx.state
+    accused = {a["node"] for a in st["acc"]}
+    for leaf in st.pop("hl", []):
+        if not accused & set(ns.to_nodes(leaf)) and leaf not in st["unres"]:
+            st["unres"].append(leaf)
 
 
 def _ratio(ctx: Ctx, tid: str) -> float | None:
@@ -122,6 +154,13 @@ def _ratio(ctx: Ctx, tid: str) -> float | None:
 
 def _next_level(ctx: Ctx, level: list[dict]) -> list[dict]:
     """Split every failing group in two; BHP parents get a probe; small failing groups yield suspects."""
+    if len(level) > 1 and all(it["ps"] is None for it in level) and not any(it["res"] for it in level):
+        # every screening group passed: the whole group runs once, unless the run handed over already failed
+        whole = ns.from_nodes(range(ctx.n))
+        if ctx.state.pop("hw", None):
+            return [{"k": "W", "id": ctx.new_id(), "s": whole}]
+        ctx.state["unres"].append(whole)
+        return []
     new: list[dict] = []
     by_parent: dict[int, list[dict]] = {}
     for it in level:
@@ -135,6 +174,7 @@ def _next_level(ctx: Ctx, level: list[dict]) -> list[dict]:
             continue
         nodes = ns.to_nodes(it["s"])
         if len(nodes) <= ctx.min_group:
+            ctx.state.setdefault("hl", []).append(it["s"])
             for x in nodes:
                 new.append({"k": "C", "id": ctx.new_id(), "x": x, "pp": [it["pad"]] if it.get("pad") is not None else [],
                             "ev": [it["ev"]]})

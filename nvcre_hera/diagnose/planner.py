@@ -67,7 +67,7 @@ def _init(ctx: Ctx, strategy: str, results: Sequence[dict], config: dict) -> boo
     elif strategy == "adaptive":
         adaptive.start(ctx, None if value is None else float(value), full is not None)
     else:
-        halving.start(ctx)
+        halving.start(ctx, full is not None)
     return True
 
 
