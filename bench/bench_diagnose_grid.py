@@ -1,11 +1,14 @@
 """What diagnose costs users, per fault kind (issue 11): the README's grid of `nvcre bench diagnose` cells.
 
     python bench/bench_diagnose_grid.py [--trials 200] [--nodes 64,256,1024] [--faults 1,2,4] [--out DIR]
+                                        [--trigger full-run|workflow] [--threshold-share 0.9]
 
 Each cell runs halving (with its margin swept on the same seeds), adaptive without screens and `screened` (the
 workflow's default from 32 to 1024 nodes) on the same seeded scenarios: cap 8, σ 3 % + 1 % dips, the planner told
 neither; fault factor 0.8, 0.5 for slow-gpu and nvlink (a 20 %-slow GPU hardly shows in a multi-node job). Writes
 one JSON per cell to --out and prints the markdown table of the README. A measurement: it checks no target.
+`--trigger workflow` runs every cell as the compiled workflow does (no full run handed over, the threshold at
+`--threshold-share` of the healthy full-group busbw; `nvcre_hera.diagnose.bench`).
 """
 
 from __future__ import annotations
@@ -15,16 +18,18 @@ import json
 import time
 from pathlib import Path
 
-from nvcre_hera.diagnose.bench import FAULT_KINDS, bench
+from nvcre_hera.diagnose.bench import FAULT_KINDS, THRESHOLD_SHARE, TRIGGERS, bench
 
 MARGINS = (0.05, 0.1)
 WEAK_KINDS = ("slow-gpu", "nvlink")  # multi-node jobs run at the scale-out rate: only a deep GPU fault shows there
 
 
-def cell(nodes: int, faults: int, kind: str, trials: int) -> dict:
+def cell(nodes: int, faults: int, kind: str, trials: int, trigger: str = "full-run",
+         threshold_share: float = THRESHOLD_SHARE) -> dict:
     factor = 0.5 if kind in WEAK_KINDS else 0.8
     started = time.perf_counter()
-    result = bench(nodes, faults, factor, 0.03, 8, trials, ("halving", "adaptive", "screened"), 0, 0.01, kind, MARGINS)
+    result = bench(nodes, faults, factor, 0.03, 8, trials, ("halving", "adaptive", "screened"), 0, 0.01, kind, MARGINS,
+                   trigger, threshold_share)
     result["seconds"] = round(time.perf_counter() - started, 1)
     return result
 
@@ -63,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--faults", default="1,2,4")
     ap.add_argument("--kinds", default=",".join(FAULT_KINDS))
     ap.add_argument("--out", default="out/bench-diagnose-grid")
+    ap.add_argument("--trigger", default="full-run", choices=TRIGGERS)
+    ap.add_argument("--threshold-share", type=float, default=THRESHOLD_SHARE)
     a = ap.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -72,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             for kind in a.kinds.split(","):
                 if kind in ("link", "mix") and 2 * k > n:
                     continue
-                result = cell(n, k, kind, a.trials)
+                result = cell(n, k, kind, a.trials, a.trigger, a.threshold_share)
                 (out / f"{n}-{k}-{kind}.json").write_text(json.dumps(result, indent=1))
                 rows.append(row(result))
                 print(rows[-1], flush=True)

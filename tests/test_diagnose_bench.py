@@ -105,6 +105,8 @@ def test_cli_json_per_kind(capsys: pytest.CaptureFixture[str]) -> None:
     (["--halving-margins", "abc"], "comma-separated numbers"),
     (["--halving-margins", "0.05,1.5"], "strictly between 0 and 1"),
     (["--nodes", "4", "--faults", "3", "--fault-kind", "link"], "2 x --faults"),
+    (["--trigger", "full"], "argument --trigger: invalid choice: 'full'"),
+    (["--trigger", "workflow", "--threshold-share", "1.5"], "the threshold share must lie in (0, 1], got 1.5"),
 ])
 def test_bad_flags_exit_2_one_line(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
@@ -375,3 +377,25 @@ def test_a_diagnose_of_flapping_nodes_starts_from_a_run_that_failed() -> None:
     # with its flap never on, no draw fails: it gives up after its tries, on a healthy value
     never = Oracle(n=16, sigma=0.02, dip=0.0, factors={3: 0.5}, flaps={3: 0.0})
     assert bench_module.failing_full_run(never, random.Random(0), tries=3) > line
+
+
+def test_the_workflow_trigger_hands_no_full_run_and_the_users_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the compiled workflow runs it: the plan step never hands a full-group run over, and the bar is the
+    user's threshold (here 0.8 x the oracle's healthy 32-node value, which `Oracle.healthy` gives)."""
+    calls: list[tuple[dict, object]] = []
+
+    def spy(oracle, config, rng, **kw):
+        calls.append((dict(config), kw.get("full"), oracle.healthy(list(range(oracle.n)))))
+        return run(oracle, config, rng, **kw)
+
+    monkeypatch.setattr(bench_module, "run", spy)
+    r = bench(nodes=32, faults=1, trials=3, strategies=("halving", "screened"), trigger="workflow",
+              threshold_share=0.8)
+    assert r["scenario"]["trigger"] == "workflow" and r["scenario"]["thresholdShare"] == 0.8
+    assert len(calls) == 6 and all(full is False for _c, full, _h in calls)
+    assert all(c["threshold"] == pytest.approx(0.8 * healthy, abs=0.01) for c, _f, healthy in calls)
+    assert r["strategies"]["screened"]["recall"] == 1.0  # a 20 %-slow NIC under a floor at 80 % is still found
+    calls.clear()
+    plain = bench(nodes=32, faults=1, trials=1, strategies=("halving",))
+    assert "trigger" not in plain["scenario"]
+    assert [(c["threshold"], full) for c, full, _h in calls] == [(None, True)]

@@ -12,6 +12,11 @@ a single-node `intra` screen on NVLink, a `loopback` screen through the node's N
 `job_minutes` estimate: a round lasts as long as its longest job; wall minutes are the sum of the rounds
 (the full-group run is excluded, as for jobs); node-minutes sum nodes × job minutes over the jobs.
 
+By default a trial starts as NVCRE's diagnose does (reference §2.2): from a failing full-group run handed to the
+planner, with no threshold. `trigger="workflow"` runs it as our compiled workflow does instead: the plan step hands no
+full run over (`nvcre_hera/steps/plan_step.py`), and the user's threshold, here `threshold_share` × the oracle's
+healthy full-group busbw, is the bar (screens' V0, an unknown root's first split, the final check).
+
 The planner is not told the oracle's noise: it starts from its own prior and learns from what it measures.
 Strategies are the planner's (`halving`, `adaptive`) plus the bench-side `screened`: adaptive with the single-node
 loopback and intra screens switched on (`"screens": ["loopback", "intra"]`).
@@ -43,6 +48,8 @@ BENCH_STRATEGIES: dict[str, tuple[str, dict]] = {
 }
 FLAP_PROBABILITY = 0.5  # a flapping node is slow in this share of the jobs it takes part in
 FULL_RUN_TRIES = 20  # draws of the full run that starts a diagnose on flapping nodes (`failing_full_run`)
+TRIGGERS = ("full-run", "workflow")  # how a trial starts: NVCRE's failing full run, or our workflow's first plan call
+THRESHOLD_SHARE = 0.9  # the workflow trigger's threshold: this share of the healthy full-group busbw
 GPUS_PER_NODE = 8
 MAX_BYTES = 1 << 34  # the sim's default nccl-tests sweep end (16 GiB), 20 iterations, 1 cycle
 
@@ -197,7 +204,8 @@ def planner_config(strategy: str, nodes: int, cap: int, seed: int) -> dict:
 
 
 def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, kind: str, fault_factor: float,
-                  noise: float, cap: int, trials: int, seed: int, dip: float) -> dict:
+                  noise: float, cap: int, trials: int, seed: int, dip: float, trigger: str = "full-run",
+                  threshold_share: float = THRESHOLD_SHARE) -> dict:
     jobs, rounds, wall, nm, rel = [], [], [], [], []
     tp = fp = fn = exact = accused = healthy_accused = links = links_found = false_infra = 0
     for t in range(trials):
@@ -205,11 +213,14 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
         oracle, bad = kind_oracle(nodes, faults, kind, fault_factor, noise, random.Random(s), dip)
         rng = random.Random(s * 7919 + 17)
         full: float | bool = True
-        if faults == 0:  # a healthy group that failed by a transient dip alone
+        config = planner_config(strategy, nodes, cap, s)
+        if trigger == "workflow":  # no full run: the planner's first call measures; the user's floor is the bar
+            full = False
+            config["threshold"] = round(threshold_share * oracle.healthy(list(range(nodes))), 2)
+        elif faults == 0:  # a healthy group that failed by a transient dip alone
             full = oracle.healthy(list(range(nodes))) * (1 - rng.uniform(0.1, 0.4))
         elif oracle.flaps:
             full = failing_full_run(oracle, rng)
-        config = planner_config(strategy, nodes, cap, s)
         if margin is not None:
             config["halvingMargin"] = margin
         trace = run(oracle, config, rng, full=full)
@@ -269,7 +280,8 @@ def best_halving(sweep: dict[str, dict], min_recall: float = 0.99) -> str | None
 
 def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: float = 0.03, cap: int = 8,
           trials: int = 50, strategies: Sequence[str] = ("halving", "adaptive"), seed: int = 0,
-          dip: float = 0.01, kind: str = "slow-nic", halving_margins: Sequence[float] = ()) -> dict:
+          dip: float = 0.01, kind: str = "slow-nic", halving_margins: Sequence[float] = (),
+          trigger: str = "full-run", threshold_share: float = THRESHOLD_SHARE) -> dict:
     """Run the scenario and return per-strategy figures (the numbers `main` prints).
 
     With `halving_margins`, halving also runs at each margin on the same seeds (`halving@<m>`), and `halving*`
@@ -277,7 +289,8 @@ def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: 
     """
     out: dict = {
         "scenario": {"nodes": nodes, "faults": faults, "faultKind": kind, "faultFactor": fault_factor,
-                     "noise": noise, "dip": dip, "cap": cap, "trials": trials, "seed": seed},
+                     "noise": noise, "dip": dip, "cap": cap, "trials": trials, "seed": seed,
+                     **({"trigger": trigger, "thresholdShare": threshold_share} if trigger != "full-run" else {})},
         "bounds": lower_bounds(nodes, faults, cap),
         "strategies": {},
     }
@@ -286,12 +299,17 @@ def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: 
             raise ValueError(f"unknown strategy {strategy!r} (use {', '.join(BENCH_STRATEGIES)})")
     if kind not in FAULT_KINDS:
         raise ValueError(f"unknown fault kind {kind!r} (use {', '.join(FAULT_KINDS)})")
+    if trigger not in TRIGGERS:
+        raise ValueError(f"unknown trigger {trigger!r} (use {', '.join(TRIGGERS)})")
+    if not 0 < threshold_share <= 1:
+        raise ValueError(f"the threshold share must lie in (0, 1], got {threshold_share}")
+    how = {"trigger": trigger, "threshold_share": threshold_share}
     for strategy in strategies:
         out["strategies"][strategy] = _run_strategy(strategy, None, nodes, faults, kind, fault_factor, noise, cap,
-                                                    trials, seed, dip)
+                                                    trials, seed, dip, **how)
     if halving_margins:
         sweep = {f"halving@{m:g}": _run_strategy("halving", m, nodes, faults, kind, fault_factor, noise, cap,
-                                                 trials, seed, dip) for m in halving_margins}
+                                                 trials, seed, dip, **how) for m in halving_margins}
         out["strategies"].update(sweep)
         best = best_halving(sweep)
         if best is not None:
@@ -306,7 +324,8 @@ def format_table(result: dict) -> str:
     lines = [
         f"diagnose bench: N={sc['nodes']} K={sc['faults']} kind={sc.get('faultKind', 'slow-nic')} "
         f"factor={sc['faultFactor']} noise={sc['noise']} "
-        f"(+{sc['dip']:.0%} dips) cap={sc['cap']} trials={sc['trials']} seed={sc['seed']}",
+        f"(+{sc['dip']:.0%} dips) cap={sc['cap']} trials={sc['trials']} seed={sc['seed']}"
+        + (f" trigger={sc['trigger']} (threshold {sc['thresholdShare']:g} x healthy)" if "trigger" in sc else ""),
         f"lower bounds: jobs >= {lb['jobs']} (log2 C(N,K)), rounds >= {lb['rounds']} (log_(C+1) N)",
         f"{'strategy':<14}{'jobs':>7}{'rounds':>7}{'p95':>4}{'prec':>7}{'recall':>7}{'falseAcc':>9}"
         f"{'wall med':>9}{'p95':>6}{'node-min':>9}{'release med':>12}{'p95':>6}{'linkRec':>8}{'falseInf':>9}",
@@ -374,6 +393,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--strategies", default="halving,adaptive",
                     help=f"comma list of {', '.join(BENCH_STRATEGIES)} (screened: adaptive with the single-node "
                     "loopback and intra screens)")
+    ap.add_argument("--trigger", default="full-run", choices=TRIGGERS,
+                    help="full-run: start from a failing full-group run, no threshold (NVCRE's diagnose); workflow: "
+                    "as the compiled workflow runs it, no full run and the user's threshold as the bar")
+    ap.add_argument("--threshold-share", type=float, default=THRESHOLD_SHARE,
+                    help="with --trigger workflow: the threshold as a share of the healthy full-group busbw")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
     if a.nodes < 2 or not 0 <= a.faults <= a.nodes or a.trials < 1:
@@ -386,7 +410,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if 2 * a.faults > a.nodes:
                 raise ValueError("--fault-kind link needs 2 x --faults <= --nodes")
         results = [bench(a.nodes, a.faults, a.fault_factor, a.noise, a.cap, a.trials,
-                         strategies, a.seed, a.dip, kind, margins)
+                         strategies, a.seed, a.dip, kind, margins, a.trigger, a.threshold_share)
                    for kind in kinds]
     except ValueError as e:
         ap.error(str(e))
@@ -398,6 +422,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["BENCH_STRATEGIES", "FAULT_KINDS", "MIX_KINDS", "bench", "job_cost", "best_halving", "expected_busbw", "format_table",
+__all__ = ["BENCH_STRATEGIES", "FAULT_KINDS", "MIX_KINDS", "THRESHOLD_SHARE", "TRIGGERS", "bench", "job_cost", "best_halving", "expected_busbw", "format_table",
            "kind_oracle", "link_scores", "lower_bounds", "main", "model_job_minutes", "percentile", "planner_config",
            "trace_costs"]
