@@ -107,6 +107,7 @@ def test_cli_json_per_kind(capsys: pytest.CaptureFixture[str]) -> None:
     (["--nodes", "4", "--faults", "3", "--fault-kind", "link"], "2 x --faults"),
     (["--trigger", "full"], "argument --trigger: invalid choice: 'full'"),
     (["--trigger", "workflow", "--threshold-share", "1.5"], "the threshold share must lie in (0, 1], got 1.5"),
+    (["--repeats", "0"], "--repeats must be at least 1, got 0"),
 ])
 def test_bad_flags_exit_2_one_line(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
@@ -399,3 +400,26 @@ def test_the_workflow_trigger_hands_no_full_run_and_the_users_floor(monkeypatch:
     plain = bench(nodes=32, faults=1, trials=1, strategies=("halving",))
     assert "trigger" not in plain["scenario"]
     assert [(c["threshold"], full) for c, full, _h in calls] == [(None, True)]
+
+
+def test_repeats_keep_each_tests_worst_run_and_a_crash_in_any(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`repeats` stands in for the run step's repeatCount: the worst of the runs counts, a crashed run fails the
+    test. The oracle's `measure` is scripted here, so only the selection is proven, not the oracle's noise."""
+    scripted = iter([{"busBandwidthGBps": 300.0, "status": "ok"}, {"busBandwidthGBps": 250.0, "status": "ok"},
+                     {"busBandwidthGBps": 320.0, "status": "ok"},
+                     {"busBandwidthGBps": 300.0, "status": "ok"}, {"busBandwidthGBps": None, "status": "failed"},
+                     {"busBandwidthGBps": 310.0, "status": "ok"}])
+    o = Oracle(n=4)
+    monkeypatch.setattr(o, "measure", lambda nodes, rng, kind=None: next(scripted))
+    rng = random.Random(0)
+    assert oracle_module._result(o, {"id": "t", "nodes": [0, 1]}, rng, 3)["busBandwidthGBps"] == 250.0
+    assert oracle_module._result(o, {"id": "t", "nodes": [0, 1]}, rng, 3)["status"] == "failed"
+
+
+def test_repeats_are_priced_as_jobs_of_their_own() -> None:
+    once = bench(nodes=16, faults=1, trials=3, strategies=("halving",), trigger="workflow")["strategies"]["halving"]
+    r = bench(nodes=16, faults=1, trials=3, strategies=("halving",), trigger="workflow", repeats=3)
+    thrice = r["strategies"]["halving"]
+    assert r["scenario"]["repeats"] == 3 and "repeats" not in bench(nodes=16, trials=1)["scenario"]
+    # a 20 %-slow NIC fails every run: the same jobs, each run three times over
+    assert thrice["jobs"] == once["jobs"] and thrice["wallMedian"] == pytest.approx(3 * once["wallMedian"], abs=0.15)

@@ -205,7 +205,7 @@ def planner_config(strategy: str, nodes: int, cap: int, seed: int) -> dict:
 
 def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, kind: str, fault_factor: float,
                   noise: float, cap: int, trials: int, seed: int, dip: float, trigger: str = "full-run",
-                  threshold_share: float = THRESHOLD_SHARE) -> dict:
+                  threshold_share: float = THRESHOLD_SHARE, repeats: int = 1) -> dict:
     jobs, rounds, wall, nm, rel = [], [], [], [], []
     tp = fp = fn = exact = accused = healthy_accused = links = links_found = false_infra = 0
     for t in range(trials):
@@ -223,10 +223,11 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
             full = failing_full_run(oracle, rng)
         if margin is not None:
             config["halvingMargin"] = margin
-        trace = run(oracle, config, rng, full=full)
+        trace = run(oracle, config, rng, full=full, **({"repeats": repeats} if repeats > 1 else {}))
         acc = trace.accused
         stats = trace.final["stats"]
-        costs = trace_costs(trace.rounds, bad, lambda job: job_cost(oracle, job))
+        # each repeat is a job of its own (startup included), one after the other
+        costs = trace_costs(trace.rounds, bad, lambda job: repeats * job_cost(oracle, job))
         jobs.append(stats["jobs"])
         rounds.append(stats["rounds"])
         wall.append(costs["wallMinutes"])
@@ -281,7 +282,7 @@ def best_halving(sweep: dict[str, dict], min_recall: float = 0.99) -> str | None
 def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: float = 0.03, cap: int = 8,
           trials: int = 50, strategies: Sequence[str] = ("halving", "adaptive"), seed: int = 0,
           dip: float = 0.01, kind: str = "slow-nic", halving_margins: Sequence[float] = (),
-          trigger: str = "full-run", threshold_share: float = THRESHOLD_SHARE) -> dict:
+          trigger: str = "full-run", threshold_share: float = THRESHOLD_SHARE, repeats: int = 1) -> dict:
     """Run the scenario and return per-strategy figures (the numbers `main` prints).
 
     With `halving_margins`, halving also runs at each margin on the same seeds (`halving@<m>`), and `halving*`
@@ -290,7 +291,8 @@ def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: 
     out: dict = {
         "scenario": {"nodes": nodes, "faults": faults, "faultKind": kind, "faultFactor": fault_factor,
                      "noise": noise, "dip": dip, "cap": cap, "trials": trials, "seed": seed,
-                     **({"trigger": trigger, "thresholdShare": threshold_share} if trigger != "full-run" else {})},
+                     **({"trigger": trigger, "thresholdShare": threshold_share} if trigger != "full-run" else {}),
+                     **({"repeats": repeats} if repeats > 1 else {})},
         "bounds": lower_bounds(nodes, faults, cap),
         "strategies": {},
     }
@@ -303,7 +305,9 @@ def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: 
         raise ValueError(f"unknown trigger {trigger!r} (use {', '.join(TRIGGERS)})")
     if not 0 < threshold_share <= 1:
         raise ValueError(f"the threshold share must lie in (0, 1], got {threshold_share}")
-    how = {"trigger": trigger, "threshold_share": threshold_share}
+    if repeats < 1:
+        raise ValueError(f"--repeats must be at least 1, got {repeats}")
+    how = {"trigger": trigger, "threshold_share": threshold_share, "repeats": repeats}
     for strategy in strategies:
         out["strategies"][strategy] = _run_strategy(strategy, None, nodes, faults, kind, fault_factor, noise, cap,
                                                     trials, seed, dip, **how)
@@ -325,7 +329,8 @@ def format_table(result: dict) -> str:
         f"diagnose bench: N={sc['nodes']} K={sc['faults']} kind={sc.get('faultKind', 'slow-nic')} "
         f"factor={sc['faultFactor']} noise={sc['noise']} "
         f"(+{sc['dip']:.0%} dips) cap={sc['cap']} trials={sc['trials']} seed={sc['seed']}"
-        + (f" trigger={sc['trigger']} (threshold {sc['thresholdShare']:g} x healthy)" if "trigger" in sc else ""),
+        + (f" trigger={sc['trigger']} (threshold {sc['thresholdShare']:g} x healthy)" if "trigger" in sc else "")
+        + (f" repeats={sc['repeats']} (worst counts)" if "repeats" in sc else ""),
         f"lower bounds: jobs >= {lb['jobs']} (log2 C(N,K)), rounds >= {lb['rounds']} (log_(C+1) N)",
         f"{'strategy':<14}{'jobs':>7}{'rounds':>7}{'p95':>4}{'prec':>7}{'recall':>7}{'falseAcc':>9}"
         f"{'wall med':>9}{'p95':>6}{'node-min':>9}{'release med':>12}{'p95':>6}{'linkRec':>8}{'falseInf':>9}",
@@ -398,6 +403,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "as the compiled workflow runs it, no full run and the user's threshold as the bar")
     ap.add_argument("--threshold-share", type=float, default=THRESHOLD_SHARE,
                     help="with --trigger workflow: the threshold as a share of the healthy full-group busbw")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs per test, the worst counting (the certification's repeatCount); each is priced")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
     if a.nodes < 2 or not 0 <= a.faults <= a.nodes or a.trials < 1:
@@ -410,7 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if 2 * a.faults > a.nodes:
                 raise ValueError("--fault-kind link needs 2 x --faults <= --nodes")
         results = [bench(a.nodes, a.faults, a.fault_factor, a.noise, a.cap, a.trials,
-                         strategies, a.seed, a.dip, kind, margins, a.trigger, a.threshold_share)
+                         strategies, a.seed, a.dip, kind, margins, a.trigger, a.threshold_share, a.repeats)
                    for kind in kinds]
     except ValueError as e:
         ap.error(str(e))
