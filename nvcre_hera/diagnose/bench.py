@@ -429,6 +429,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["BENCH_STRATEGIES", "FAULT_KINDS", "MIX_KINDS", "THRESHOLD_SHARE", "TRIGGERS", "bench", "job_cost", "best_halving", "expected_busbw", "format_table",
-           "kind_oracle", "link_scores", "lower_bounds", "main", "model_job_minutes", "percentile", "planner_config",
-           "trace_costs"]
+__all__ = ["BENCH_STRATEGIES", "FAULT_KINDS", "MIX_KINDS", "THRESHOLD_SHARE", "TRIGGERS", "bench", "best_halving",
+           "expected_busbw", "format_table", "job_cost", "kind_oracle", "link_scores", "lower_bounds", "main",
+           "model_job_minutes", "percentile", "planner_config", "trace_costs"]
