@@ -583,6 +583,9 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
                          # the planner's pass line (from the busBandwidthGBps threshold) and repeats per test
                          "passLineGBps": verdict.get("floor"),
                          "repeatsPerTest": (verdict.get("measured") or {}).get("repeats")}
+    cut = stats.get("stoppedAtRoundBudget") is True
+    if cut:  # open work was left unresolved when the rounds ran out (planner.round_budget)
+        entry["diagnose"]["stoppedAtRoundBudget"] = True
     if isinstance(verdict.get("history"), dict):  # absent in a verdict from before the history was kept
         entry["diagnose"].update(_round_history(verdict["history"], verdict.get("nodeCount")))
     entry["jobs"] = stats.get("jobs", entry["jobs"])
@@ -602,7 +605,8 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
             "nodes": group["nodes"],
             "reason": "Unresolved", "failureLog": "", "blamedNodes": [],
             "message": "diagnose could not narrow this group down: its tests failed but no single node or link "
-                       "explains it (a deficit shared by all of them, e.g. the fabric or the threshold)"})
+                       "explains it (a deficit shared by all of them, e.g. the fabric or the threshold)"
+                       + ("; or the diagnose stopped at its round budget before it did" if cut else "")})
     reasons = (["InfrastructureFault"] if faults else []) + (["Unresolved"] if unresolved else [])
     if reasons:
         entry["status"] = "Failed"

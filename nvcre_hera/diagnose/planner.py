@@ -21,6 +21,8 @@ from nvcre_hera.diagnose.state import SPECIFIC_REASONS, Ctx, Round, new_state
 
 STRATEGIES = ("adaptive", "halving")
 FULL_ID = "full"
+#: rounds the search may take (the near-miss phase's rounds come on top, screens.near_miss_rounds)
+ROUND_BUDGET = 48
 
 
 def plan(state: dict | None, results: Sequence[dict], config: dict, now: float | None = None) -> dict:
@@ -87,19 +89,36 @@ def _next(ctx: Ctx) -> dict:
     if mod is adaptive:
         adaptive.refresh(ctx)
     rnd = Round(ctx)
-    # the near-miss phase's rounds (screens.py) are its own, not taken from the search's budget
-    if st["round"] < int(ctx.config.get("maxRounds") or 48) + screens.near_miss_rounds(st):
+    within = st["round"] < round_budget(st, ctx.config)
+    if within:
         mod.schedule(ctx, rnd)
     tests = rnd.commit()
     history.open_round(ctx, tests)
     if not tests:
-        for w in st["work"]:  # what is left undecided stays on the report, a halving confirmation ("x") too
-            if w.get("s"):
-                st["unres"].append(w["s"])
-            elif w.get("k") == "C":
-                st["unres"].append(ns.from_nodes([w["x"]]))
+        if st["work"] and not within:
+            st["cut"] = 1  # the report says the diagnose stopped at its budget, not that it ran out of questions
+        _leave_open(st)
         st["done"] = True
     return _answer(ctx, tests)
+
+
+def _leave_open(st: dict) -> None:
+    """What is left undecided when no more tests can run stays on the report as unresolved (fail closed: its nodes
+    are held, never released): a branch or a verification by its set, a probe by the failing group it started
+    from (its sides passed, their union did not, and the fault between them is not pinned down), a suspect or a
+    halving confirmation by its node. A group inside another one left open is not listed twice."""
+    groups = [w.get("s") or w.get("p") or (ns.from_nodes([w["x"]]) if "x" in w else None) for w in st["work"]]
+    sets = [set(ns.to_nodes(g)) for g in groups if g]
+    for i, g in enumerate(sets):
+        if g and not any(g < other or (g == other and j < i) for j, other in enumerate(sets) if j != i) and \
+                not any(g <= set(ns.to_nodes(u)) for u in st["unres"]):
+            st["unres"].append(ns.from_nodes(sorted(g)))
+
+
+def round_budget(state: dict, config: dict) -> int:
+    """Rounds the diagnose may take; the near-miss phase's rounds (screens.py) are its own, not taken from the
+    search's."""
+    return int(config.get("maxRounds") or ROUND_BUDGET) + screens.near_miss_rounds(state)
 
 
 def _answer(ctx: Ctx, tests: list[dict]) -> dict:
@@ -118,7 +137,8 @@ def _answer(ctx: Ctx, tests: list[dict]) -> dict:
         "suspects": suspects(st),
         "infrastructureFaults": [{"between": f["between"], "evidence": f["evidence"]} for f in st["infra"]],
         "unresolved": [ns.to_nodes(u) for u in st["unres"]],
-        "stats": {"jobs": st["jobs"], "rounds": st["round"], "nodeMinutes": round(st["nm"], 1)},
+        "stats": {"jobs": st["jobs"], "rounds": st["round"], "nodeMinutes": round(st["nm"], 1),
+                  **({"stoppedAtRoundBudget": True} if st.get("cut") else {})},
         "history": history.summary(st),
         "releases": _releases(ctx) if done else [],
     }
