@@ -1,19 +1,21 @@
-"""What the diagnose leaves on the report when its round budget (`planner.round_budget`) runs out.
+"""The diagnose's round budget (`planner.round_budget`) and what it leaves on the report when it runs out.
 
 The measurements are scripted (as in test_diagnose_probe.py): a bad link fails every job that holds both its ends
-(230 of 380 GB/s) and nothing else fails. What that proves is the planner's bookkeeping when its rounds run out;
-how often a real search runs out is the benchmark's question (README's grid).
+(230 of 380 GB/s) and nothing else fails. What that proves is the planner's bookkeeping when its rounds run out and
+how findings extend them; how often a real search runs out is the benchmark's question (README's grid).
 """
 
 from __future__ import annotations
 
 from nvcre_hera import judge
+from nvcre_hera.diagnose import probe
+from nvcre_hera.diagnose.planner import ROUND_BUDGET, round_budget
 
 from test_diagnose_intermittent import _config, _drive
 
 OK, LINK = 380.0, 230.0
 FULL = [{"id": "full", "busBandwidthGBps": LINK, "status": "ok"}]
-LINKS = [(1, 9), (5, 20)]  # two bad links among 32 nodes, found one after the other
+LINKS = [(1, 9), (5, 20)]  # two bad links among 32 nodes, found one after the other (about 28 rounds)
 
 
 def _measure(nodes: list[int], _rnd: int) -> dict:
@@ -34,6 +36,39 @@ def test_a_search_cut_off_by_its_budget_leaves_the_failing_group_unresolved_and_
     assert any({1, 9, 5, 20} <= set(group) for group in out["unresolved"])
     assert not _released(out) & {1, 9, 5, 20}
     assert out["stats"]["stoppedAtRoundBudget"] is True
+
+
+def test_each_finding_buys_the_rounds_of_one_more_probe():
+    """With 20 rounds the first link is found (round 14) but the second is not, on a fixed budget: it was left
+    unresolved with 31 nodes. Each finding now adds `probe.link_rounds(32)` = 10 rounds, and both are found."""
+    out, rounds = _drive(_measure, _config(32, maxRounds=20), FULL, limit=60)
+    pairs = sorted(sorted(map(tuple, f["between"])) for f in out["infrastructureFaults"])
+    assert pairs == [[(1,), (9,)], [(5,), (20,)]]
+    assert 20 < len(rounds) <= 20 + probe.link_rounds(32)
+    assert out["unresolved"] == [] and "stoppedAtRoundBudget" not in out["stats"]
+
+
+def test_a_search_that_finishes_inside_its_budget_is_not_marked_cut():
+    out, _rounds = _drive(_measure, _config(32), FULL, limit=60)
+    assert len(out["infrastructureFaults"]) == 2 and "stoppedAtRoundBudget" not in out["stats"]
+
+
+def test_link_rounds_by_hand():
+    # 1.5 rounds per halving of both sides from n/2 down to one node, rounded up, plus the 4 consistency rounds:
+    # 32 → log2 16 = 4 → 6 + 4; 64 → 5 → 7.5 → 8 + 4; 1024 → 9 → 13.5 → 14 + 4; 4096 → 11 → 16.5 → 17 + 4
+    assert [probe.link_rounds(n) for n in (32, 64, 1024, 4096)] == [10, 12, 18, 21]
+
+
+def test_the_budget_grows_with_findings_up_to_twice_the_base():
+    state = {"n": 1024, "acc": [], "infra": [], "sc": {"nr": 3}}
+    assert ROUND_BUDGET == 48
+    assert round_budget(state, {}) == 48 + 3  # the near-miss phase's 3 rounds are its own
+    state["infra"] = [{}]
+    state["acc"] = [{}]
+    assert round_budget(state, {}) == 48 + 2 * 18 + 3
+    state["acc"] = [{}] * 5
+    assert round_budget(state, {}) == 96 + 3
+    assert round_budget({"n": 32, "acc": [{}], "infra": []}, {"maxRounds": 10}) == 10 + 10
 
 
 def test_the_report_says_the_diagnose_stopped_at_its_budget():

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from nvcre_hera.diagnose import adaptive, halving, history, intermittent, screens
+from nvcre_hera.diagnose import adaptive, halving, history, intermittent, probe, screens
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import confidence
 from nvcre_hera.diagnose.items import refresh_accused
@@ -21,7 +21,8 @@ from nvcre_hera.diagnose.state import SPECIFIC_REASONS, Ctx, Round, new_state
 
 STRATEGIES = ("adaptive", "halving")
 FULL_ID = "full"
-#: rounds the search may take (the near-miss phase's rounds come on top, screens.near_miss_rounds)
+#: rounds the search may take (the near-miss phase's rounds come on top, screens.near_miss_rounds); each finding
+#: adds the rounds one more link's probe takes, up to twice this (`round_budget`)
 ROUND_BUDGET = 48
 
 
@@ -116,9 +117,13 @@ def _leave_open(st: dict) -> None:
 
 
 def round_budget(state: dict, config: dict) -> int:
-    """Rounds the diagnose may take; the near-miss phase's rounds (screens.py) are its own, not taken from the
-    search's."""
-    return int(config.get("maxRounds") or ROUND_BUDGET) + screens.near_miss_rounds(state)
+    """Rounds the diagnose may take. A search that keeps finding faults is not cut short by the rounds the earlier
+    findings took: each finding (an accused node, an infrastructure fault) adds `probe.link_rounds` (what one
+    more link's probe takes at this size), up to twice the base, so the wait stays bounded. The near-miss phase's
+    rounds (screens.py) are its own, not taken from the search's."""
+    base = int(config.get("maxRounds") or ROUND_BUDGET)
+    findings = len(state["acc"]) + len(state["infra"])
+    return min(base + probe.link_rounds(state["n"]) * findings, 2 * base) + screens.near_miss_rounds(state)
 
 
 def _answer(ctx: Ctx, tests: list[dict]) -> dict:

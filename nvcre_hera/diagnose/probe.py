@@ -25,6 +25,14 @@ from nvcre_hera.diagnose.state import Ctx, Round
 #: consistency re-measures before a boundary fault is recorded: the sides alone, the union, the sides, the union
 CONFIRM_ROUNDS = 4
 
+
+def link_rounds(n: int) -> int:
+    """Rounds a probe takes to pin one link down in a group of n nodes: narrowing halves both sides of a failing
+    union in 1.5 rounds on average (the mixed halves pass together half the time), from n/2 each down to one
+    node, then the consistency check."""
+    return ceil(1.5 * log2(max(n, 4) / 2)) + CONFIRM_ROUNDS
+
+
 #: fails(ctx, test_id, item) -> True when the probed union is judged failing
 Judge = Callable[[Ctx, str, dict], bool]
 
