@@ -10,8 +10,8 @@ import pytest
 
 from nvcre_hera.diagnose import bench as bench_module
 from nvcre_hera.diagnose import oracle as oracle_module
-from nvcre_hera.diagnose.bench import (best_halving, bench, expected_busbw, kind_oracle, link_scores, main,
-                                       model_job_minutes, percentile, planner_config, trace_costs)
+from nvcre_hera.diagnose.bench import (best_halving, bench, expected_busbw, fail_closed_floor, kind_oracle,
+                                       link_scores, main, model_job_minutes, percentile, planner_config, trace_costs)
 from nvcre_hera.diagnose.oracle import Oracle, random_oracle, run
 from nvcre_hera.sim import model
 from nvcre_hera.sim.faults import ActiveFaults, NodeCaps
@@ -423,3 +423,32 @@ def test_repeats_are_priced_as_jobs_of_their_own() -> None:
     assert r["scenario"]["repeats"] == 3 and "repeats" not in bench(nodes=16, trials=1)["scenario"]
     # a 20 %-slow NIC fails every run: the same jobs, each run three times over
     assert thrice["jobs"] == once["jobs"] and thrice["wallMedian"] == pytest.approx(3 * once["wallMedian"], abs=0.15)
+
+
+# --- the fail-closed floor ---------------------------------------------------------------------------------------
+
+def test_fail_closed_floor_at_64_nodes_by_hand() -> None:
+    """One fault among 64: the final check is a 63-node all-reduce. By hand from sim/model.py: scheduling
+    min(30, 5 + 0.4·63) = 30 s, launch 6 + 2·log2 64 = 18 s, NCCL init 1 + 0.06·63 = 4.78 s; busbw 380 ×
+    (1 − 0.004·log2 63) = 370.92 GB/s, bus factor 2·503/504, α = 25 + 10·log2 63 = 84.77 µs; the sweep's 32 sizes
+    (8 B .. 16 GiB, Σ = 2^35 − 8 bytes) × 48 collectives = 48 × (32 α + F·Σ / busbw) = 9.006 s, plus 32 × 0.2 s:
+    68.19 s. The cheapest localizing job is one node's intra screen: 5.4 + 8 + 1.06 s and 48 × (32 × 14 µs +
+    1.75 · Σ / 470 GB/s) + 6.4 = 12.56 s: 27.02 s."""
+    floor = fail_closed_floor(64, 1)
+    assert floor["finalCheckMinutes"] == pytest.approx(68.19 / 60, rel=2e-3)
+    assert floor["singleNodeJobMinutes"] == pytest.approx(27.02 / 60, rel=2e-3)
+    assert floor["wallMinutes"] == pytest.approx((68.19 + 27.02) / 60, abs=0.01)
+    assert floor["nodeMinutes"] == pytest.approx(63 * 68.19 / 60, rel=2e-3)
+
+
+def test_no_fail_closed_strategy_measures_below_the_floor_and_halving_does_on_node_minutes() -> None:
+    """The floor is a floor: adaptive and screened (each ends with a check of the whole rest) spend at least it,
+    in every trial's median and mean; halving, which never runs its rest together, spends fewer node-minutes than
+    the final check alone would (20 trials, 64 nodes, one 20 %-slow NIC)."""
+    result = bench(64, 1, 0.8, 0.03, 8, 20, ("halving", "adaptive", "screened"), 0, 0.01, "slow-nic")
+    floor = fail_closed_floor(64, 1)
+    for name in ("adaptive", "screened"):
+        measured = result["strategies"][name]
+        assert measured["wallMedian"] >= floor["wallMinutes"], name
+        assert measured["nodeMinutes"] >= floor["nodeMinutes"], name
+    assert result["strategies"]["halving"]["nodeMinutes"] < floor["nodeMinutes"]

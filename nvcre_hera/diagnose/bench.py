@@ -61,6 +61,23 @@ def lower_bounds(nodes: int, faults: int, cap: int) -> dict:
     return {"jobs": jobs, "rounds": rounds}
 
 
+def fail_closed_floor(nodes: int, faults: int) -> dict:
+    """The least wall and node-minutes any fail-closed diagnose of `faults` faults among `nodes` healthy-rate nodes
+    can take on the frozen duration model (docs/diagnose-floor.md).
+
+    Fail closed, a diagnose vouches for the nodes it does not accuse only with a job of all of them together: the
+    certification's question is whether they run one big job together, and no set of smaller jobs answers it. So
+    it ends with a job of at least N − K nodes, after at least one round that localizes something, whose cheapest
+    job is a single-node one. Hence wall ≥ t(1) + t(N − K) and node-minutes ≥ (N − K) · t(N − K), whatever the
+    strategy. (NVCRE's halving ends with no such job: its rest is never run together.)"""
+    oracle = Oracle(n=nodes)
+    single = min(model_job_minutes(1, expected_busbw(oracle, [0], kind), kind) for kind in ("intra", "loopback"))
+    rest = list(range(nodes - faults))
+    final = model_job_minutes(len(rest), expected_busbw(oracle, rest)) if len(rest) > 1 else 0.0
+    return {"wallMinutes": round(single + final, 2), "nodeMinutes": round(len(rest) * final, 1),
+            "singleNodeJobMinutes": round(single, 3), "finalCheckMinutes": round(final, 3)}
+
+
 def model_job_minutes(nodes: int, busbw: float, kind: str | None = None) -> float:
     """Minutes of one diagnose job on `nodes` nodes at `busbw` GB/s, from `sim.model` (§4.7), as the simulated
     cluster times it (sim/cluster.py `_plan_nccl`: bus_factor(test, ranks), latency_us(path, nodes, platform)).
@@ -430,5 +447,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 __all__ = ["BENCH_STRATEGIES", "FAULT_KINDS", "MIX_KINDS", "THRESHOLD_SHARE", "TRIGGERS", "bench", "best_halving",
-           "expected_busbw", "format_table", "job_cost", "kind_oracle", "link_scores", "lower_bounds", "main",
+           "expected_busbw", "fail_closed_floor", "format_table", "job_cost", "kind_oracle", "link_scores", "lower_bounds", "main",
            "model_job_minutes", "percentile", "planner_config", "trace_costs"]
