@@ -84,3 +84,18 @@ def test_the_report_says_the_diagnose_stopped_at_its_budget():
     judge._add_diagnose(plain, {**verdict, "stats": {"jobs": 40, "rounds": 10, "nodeMinutes": 120.0}})
     assert "stoppedAtRoundBudget" not in plain["diagnose"]
     assert "round budget" not in plain["failedGroups"][0]["message"]
+
+
+def test_a_restart_that_found_something_does_not_count_against_the_restarts():
+    """Four links among 64 nodes: each failing final check after a finding starts the search over on the rest. With
+    the two restarts counted whatever they found, the third failing check left the rest unresolved (groups of 59
+    and 60 nodes) and 5–20 was never looked for; a restart now counts only beyond one per finding."""
+    links = [(1, 9), (5, 20), (40, 41), (50, 62)]
+
+    def measure(nodes: list[int], _rnd: int) -> dict:
+        return {"busBandwidthGBps": LINK if any(a in nodes and b in nodes for a, b in links) else OK, "status": "ok"}
+
+    out, _rounds = _drive(measure, _config(64), FULL, limit=120)
+    pairs = {tuple(sorted(x for side in f["between"] for x in side)) for f in out["infrastructureFaults"]}
+    assert {(1, 9), (5, 20), (40, 41), (50, 62)} <= pairs
+    assert out["unresolved"] == [] and out["suspects"] == []

@@ -421,8 +421,10 @@ def _result_v(ctx: Ctx, it: dict, work: list[dict]) -> list[dict]:
                           "pp": list(a.get("pp", [])), "root": None, "ev": list(a.get("ev", []))}
                 new.append(s_item)
         return new
-    # when no job has met the threshold, a new search finds each part as far under it as the whole
-    if st.get("restarts", 0) >= MAX_RESTARTS or below_threshold_everywhere(ctx):
+    # when no job has met the threshold, a new search finds each part as far under it as the whole; a restart
+    # counts against MAX_RESTARTS only beyond one per finding (K links need K - 1 restarts at least)
+    found = len(st["acc"]) + len(st["infra"])
+    if st.get("restarts", 0) >= MAX_RESTARTS + found or below_threshold_everywhere(ctx):
         st["unres"].append(it["s"])
         st["verified"] = True
         return [it]
