@@ -40,11 +40,11 @@ def test_a_search_cut_off_by_its_budget_leaves_the_failing_group_unresolved_and_
 
 def test_each_finding_buys_the_rounds_of_one_more_probe():
     """With 20 rounds the first link is found (round 14) but the second is not, on a fixed budget: it was left
-    unresolved with 31 nodes. Each finding now adds `probe.link_rounds(32)` = 10 rounds, and both are found."""
+    unresolved with 31 nodes. Each finding now adds 2 × `probe.link_rounds(32)` = 20 rounds, and both are found."""
     out, rounds = _drive(_measure, _config(32, maxRounds=20), FULL, limit=60)
     pairs = sorted(sorted(map(tuple, f["between"])) for f in out["infrastructureFaults"])
     assert pairs == [[(1,), (9,)], [(5,), (20,)]]
-    assert 20 < len(rounds) <= 20 + probe.link_rounds(32)
+    assert 20 < len(rounds) <= 20 + 2 * probe.link_rounds(32)
     assert out["unresolved"] == [] and "stoppedAtRoundBudget" not in out["stats"]
 
 
@@ -64,11 +64,10 @@ def test_the_budget_grows_with_findings_up_to_twice_the_base():
     assert ROUND_BUDGET == 48
     assert round_budget(state, {}) == 48 + 3  # the near-miss phase's 3 rounds are its own
     state["infra"] = [{}]
+    assert round_budget(state, {}) == 48 + 36 + 3  # one finding at 1024 nodes: 2 × 18
     state["acc"] = [{}]
-    assert round_budget(state, {}) == 48 + 2 * 18 + 3
-    state["acc"] = [{}] * 5
-    assert round_budget(state, {}) == 96 + 3
-    assert round_budget({"n": 32, "acc": [{}], "infra": []}, {"maxRounds": 10}) == 10 + 10
+    assert round_budget(state, {}) == 96 + 3  # two: 48 + 72, capped at twice 48
+    assert round_budget({"n": 32, "acc": [{}], "infra": []}, {"maxRounds": 10}) == 10 + 10  # capped: 10 + 20
 
 
 def test_the_report_says_the_diagnose_stopped_at_its_budget():

@@ -22,7 +22,7 @@ from nvcre_hera.diagnose.state import SPECIFIC_REASONS, Ctx, Round, new_state
 STRATEGIES = ("adaptive", "halving")
 FULL_ID = "full"
 #: rounds the search may take (the near-miss phase's rounds come on top, screens.near_miss_rounds); each finding
-#: adds the rounds one more link's probe takes, up to twice this (`round_budget`)
+#: adds twice the rounds of one more link's probe, up to twice this (`round_budget`)
 ROUND_BUDGET = 48
 
 
@@ -118,12 +118,14 @@ def _leave_open(st: dict) -> None:
 
 def round_budget(state: dict, config: dict) -> int:
     """Rounds the diagnose may take. A search that keeps finding faults is not cut short by the rounds the earlier
-    findings took: each finding (an accused node, an infrastructure fault) adds `probe.link_rounds` (what one
-    more link's probe takes at this size), up to twice the base, so the wait stays bounded. The near-miss phase's
-    rounds (screens.py) are its own, not taken from the search's."""
+    findings took: each finding (an accused node, an infrastructure fault) adds twice `probe.link_rounds`, one
+    more link's probe at this size and as many again to reach it (the failing final check, the new split, its
+    pairing rounds; with once, the second of two links at 1024 nodes was cut off in 6 of 60 trials), up to twice
+    the base, so the wait stays bounded. The near-miss phase's rounds (screens.py) are its own, not taken from the
+    search's."""
     base = int(config.get("maxRounds") or ROUND_BUDGET)
     findings = len(state["acc"]) + len(state["infra"])
-    return min(base + probe.link_rounds(state["n"]) * findings, 2 * base) + screens.near_miss_rounds(state)
+    return min(base + 2 * probe.link_rounds(state["n"]) * findings, 2 * base) + screens.near_miss_rounds(state)
 
 
 def _answer(ctx: Ctx, tests: list[dict]) -> dict:
