@@ -10,6 +10,7 @@ from __future__ import annotations
 from nvcre_hera import judge
 from nvcre_hera.diagnose import probe
 from nvcre_hera.diagnose.planner import ROUND_BUDGET, round_budget
+from nvcre_hera.report import card, html
 
 from test_diagnose_intermittent import _config, _drive
 
@@ -98,3 +99,13 @@ def test_a_restart_that_found_something_does_not_count_against_the_restarts():
     pairs = {tuple(sorted(x for side in f["between"] for x in side)) for f in out["infrastructureFaults"]}
     assert {(1, 9), (5, 20), (40, 41), (50, 62)} <= pairs
     assert out["unresolved"] == [] and out["suspects"] == []
+
+
+def test_the_card_and_the_html_report_say_the_diagnose_stopped_at_its_budget():
+    diagnose = {"nodeCount": 32, "jobs": 40, "rounds": 10, "nodeMinutes": 120.0, "suspects": [],
+                "infrastructureFaults": [], "unresolved": [{"nodeCount": 32, "nodes": []}]}
+    for shown in ("\n".join(card._diagnose_lines({**diagnose, "stoppedAtRoundBudget": True})),
+                  html._diagnose({**diagnose, "stoppedAtRoundBudget": True})):
+        assert "stopped at its round budget" in shown and "unresolved" in shown
+    for shown in ("\n".join(card._diagnose_lines(diagnose)), html._diagnose(diagnose)):
+        assert "round budget" not in shown

@@ -224,6 +224,8 @@ def _diagnose_lines(d: dict) -> list[str]:
     for f in d.get("infrastructureFaults") or []:
         sides = [", ".join(map(clean, side)) if isinstance(side, list) else clean(side) for side in f.get("between") or []]
         lines.append(f"  infrastructure fault between {' and '.join(sides)}")
+    if d.get("stoppedAtRoundBudget"):
+        lines.append("  stopped at its round budget: what it had not narrowed down is listed unresolved")
     for group in d.get("unresolved") or []:
         lines.append(f"  unresolved: {group.get('nodeCount')} nodes failed together, no single node or link explains it")
     if not d.get("suspects") and not d.get("infrastructureFaults") and not d.get("unresolved"):

@@ -76,6 +76,8 @@ def _diagnose(d: dict) -> str:
     for f in d.get("infrastructureFaults") or []:
         sides = [", ".join(map(str, side)) if isinstance(side, list) else str(side) for side in f.get("between") or []]
         items.append(f"infrastructure fault between {' and '.join(sides)}")
+    if d.get("stoppedAtRoundBudget"):
+        items.append("stopped at its round budget: what it had not narrowed down is listed unresolved")
     for group in d.get("unresolved") or []:
         items.append(f"unresolved: {plural(group.get('nodeCount') or 0, 'node')} failed together, no single node "
                      f"or link explains it")
