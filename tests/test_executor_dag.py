@@ -232,7 +232,41 @@ def test_parameter_bytes_and_progress_events():
     - {name: a, template: echo, arguments: {parameters: [{name: msg, value: "hello"}, {name: secs, value: "90"}]}}
 """), runner(), on_event=events.append)
     node = run.by_name("wf.a")
-    # inputs msg(5)+code(1)+secs(2), output out(5), result(5)
-    assert run.parameter_bytes == 5 + 1 + 2 + 5 + 5
+    # inputs msg(5)+code(1)+secs(2), output out(5); no result: nothing refers to tasks.a.outputs.result
+    assert run.parameter_bytes == 5 + 1 + 2 + 5
+    assert "result" not in node.outputs
     assert events[0] == "[   95.0s] ✓ a echo Succeeded 90s"   # main container time, after the 5s pod start
     assert run.wall_time_s == 95.0 and node.started == 0.0
+
+
+def test_a_pods_stdout_is_its_result_only_where_its_caller_refers_to_it():
+    """Argo v4.0.5 operator.go includeScriptOutput/hasOutputResultRef: the controller sets
+    ARGO_INCLUDE_SCRIPT_OUTPUT on a pod only when the DAG or Steps template that runs it names its outputs.result
+    (`{{tasks.a.outputs.result}}`, or `tasks['a'].outputs.result` in an expression); otherwise no result is stored.
+    What this cannot prove: the real controller's run of these templates (the e2e differential runs ours)."""
+    referenced = run_workflow(wf("""
+- name: main
+  dag:
+    tasks:
+    - {name: a, template: echo, arguments: {parameters: [{name: msg, value: "hello"}]}}
+    - {name: b, template: echo, depends: a, arguments: {parameters: [{name: msg, value: "{{tasks.a.outputs.result}}"}]}}
+"""), runner())
+    assert referenced.by_name("wf.a").outputs["result"] == "hello"
+    assert referenced.by_name("wf.b").outputs["parameters"]["out"] == "hello"
+    assert "result" not in referenced.by_name("wf.b").outputs
+    by_expression = run_workflow(wf("""
+- name: main
+  dag:
+    tasks:
+    - {name: a, template: echo, arguments: {parameters: [{name: msg, value: "hi"}]}}
+    - {name: b, template: echo, depends: a, arguments: {parameters: [{name: msg, value: "{{=tasks['a'].outputs.result}}"}]}}
+"""), runner())
+    assert by_expression.by_name("wf.a").outputs["result"] == "hi"
+    steps = run_workflow(wf("""
+- name: main
+  steps:
+  - - {name: a, template: echo, arguments: {parameters: [{name: msg, value: "x"}]}}
+  - - {name: b, template: echo, arguments: {parameters: [{name: msg, value: "{{steps.a.outputs.result}}"}]}}
+"""), runner())
+    assert steps.by_name("wf[0].a").outputs["result"] == "x"
+    assert "result" not in steps.by_name("wf[1].b").outputs

@@ -5,13 +5,18 @@ nested calls, retries as a Retry node whose attempts are its children, docs/retr
 timeouts.md (`activeDeadlineSeconds`, template `timeout`), docs/walk-through/exit-handlers.md (`spec.onExit` sees
 `workflow.status`/`workflow.failures`; a failing exit handler fails a Succeeded workflow, operator.go). Time is
 simulated: a pod's main container starts `pod_start_overhead_s` after the pod starts and ends `duration_s` later;
-the runner is called, in order, at the pod's simulated start. Nothing sleeps.
+the runner is called, in order, at the pod's simulated start. Nothing sleeps. A pod's stdout becomes its
+`outputs.result` only when the template that calls it refers to that result (`result_referenced`), as the controller
+decides (argo-workflows v4.0.5, the e2e controller: operator.go L3178-3194 `executeContainer`, L4233-4249
+`includeScriptOutput`, L3316-3354 `generateOutputResultRegex`/`hasOutputResultRef`, L3357 `getStepOrDAGTaskName`;
+the pod's ARGO_INCLUDE_SCRIPT_OUTPUT, workflowpod.go L342): otherwise Argo stores no result in the Workflow.
 """
 
 from __future__ import annotations
 
 import heapq
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
@@ -56,6 +61,31 @@ class Call:
     depth: int
     on_done: Callable[[NodeStatus], None]
     exit_handler: bool = False
+
+
+def step_or_task_name(node_name: str) -> str:
+    """The step or task name in a node name, without its retry and item suffixes: ".fanout(0:1)(0)[0]" -> "fanout"
+    (operator.go getStepOrDAGTaskName)."""
+    name = node_name
+    while True:
+        trimmed = re.sub(r"(\([^()]*\)|\[[^\[\]]*\])$", "", name)
+        if trimmed == name:
+            break
+        name = trimmed
+    return name.rsplit(".", 1)[-1]
+
+
+def result_referenced(call_name: str, parent: dict[str, Any] | None) -> bool:
+    """Whether the DAG or Steps template that runs `call_name` refers to its `outputs.result`, by the regexes of
+    operator.go generateOutputResultRegex over the parent template's JSON. A pod outside any DAG or Steps (the
+    entrypoint, the exit handler's own) has no parent to refer to it."""
+    if parent is None:
+        return False
+    name = step_or_task_name(call_name)
+    prefix = "tasks" if "dag" in parent else ("steps" if "steps" in parent else "")
+    text = json.dumps(parent)
+    return bool(re.search(rf"{prefix}\.{name}\.outputs\.result", text)
+                or re.search(rf"{prefix}\[['\"]{name}['\"]\]\.outputs.result", text))
 
 
 def fnv_id(wf_name: str, node_name: str) -> str:
@@ -304,15 +334,17 @@ class Engine:
             if pod_start + limit < end:
                 end, killed = pod_start + limit, message
 
+        keep_result = result_referenced(call.name, getattr(call.boundary, "tmpl", None))
+
         def finish_pod() -> None:
             self.active_pods -= 1
-            self._pod_outputs(tmpl, node, result, scope, killed)
+            self._pod_outputs(tmpl, node, result, scope, killed, keep_result)
             done(node)
 
         self.at(end, finish_pod)
 
     def _pod_outputs(self, tmpl: dict[str, Any], node: NodeStatus, result: PodResult, scope: Scope,
-                     killed: str) -> None:
+                     killed: str, keep_result: bool) -> None:
         if killed:
             self.finish(node, "Failed", killed)
             return
@@ -336,9 +368,10 @@ class Engine:
             elif phase == "Succeeded":
                 phase, message = "Error", f"Error (exit code 1): open {path}: no such file or directory"
         node.outputs = {"parameters": params} if params else {}
-        node.outputs["result"] = result.stdout.strip()
+        if keep_result:
+            node.outputs["result"] = result.stdout.strip()
         node.outputs["exitCode"] = str(result.exit_code)
         self.finish(node, phase, message)
 
 
-__all__ = ["Abort", "Call", "Engine", "MAX_DEPTH", "fnv_id"]
+__all__ = ["Abort", "Call", "Engine", "MAX_DEPTH", "fnv_id", "result_referenced", "step_or_task_name"]

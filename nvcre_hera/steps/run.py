@@ -26,8 +26,9 @@ from nvcre_hera.threshold_select import threshold_metrics
 from nvcre_hera.units import parse_duration
 
 LOG_TAIL_LINES = 20
-# The pod's stdout is what the Argo UI shows, and Argo also keeps it as `outputs.result` in the Workflow object:
-# print the end of the launcher log (nccl-tests' table and footer, or the failure), not megabytes of NCCL INFO.
+# The pod's stdout is what the Argo UI shows (Argo keeps it as `outputs.result` in the Workflow object only where the
+# caller refers to it, and no template of ours does: executor/engine.py result_referenced): print the end of the
+# launcher log (nccl-tests' table and footer, or the failure), not megabytes of NCCL INFO.
 STREAM_LINES = 12
 STREAM_BYTES = 2048
 DIAGNOSE_STREAM_LINES = 3  # diagnose runs many small tests: keep each pod's stored output tiny
