@@ -10,8 +10,9 @@ import pytest
 
 from nvcre_hera.diagnose import bench as bench_module
 from nvcre_hera.diagnose import oracle as oracle_module
-from nvcre_hera.diagnose.bench import (best_halving, bench, expected_busbw, fail_closed_floor, kind_oracle,
-                                       link_scores, main, model_job_minutes, percentile, planner_config, trace_costs)
+from nvcre_hera.diagnose.bench import (best_halving, bench, expected_busbw, fail_closed_floor, format_table,
+                                       kind_oracle, link_scores, main, model_job_minutes, percentile, planner_config,
+                                       trace_costs)
 from nvcre_hera.diagnose.oracle import Oracle, random_oracle, run
 from nvcre_hera.sim import model
 from nvcre_hera.sim.faults import ActiveFaults, NodeCaps
@@ -452,3 +453,12 @@ def test_no_fail_closed_strategy_measures_below_the_floor_and_halving_does_on_no
         assert measured["wallMedian"] >= floor["wallMinutes"], name
         assert measured["nodeMinutes"] >= floor["nodeMinutes"], name
     assert result["strategies"]["halving"]["nodeMinutes"] < floor["nodeMinutes"]
+
+
+def test_the_bench_prints_the_floor_and_prices_it_per_repeat() -> None:
+    """The JSON carries the floor; with --repeats 3 each job is priced three times (trace_costs), the floor too."""
+    once = bench(64, 1, 0.8, 0.03, 8, 2, ("screened",), 0, 0.01, "slow-nic")
+    thrice = bench(64, 1, 0.8, 0.03, 8, 2, ("screened",), 0, 0.01, "slow-nic", repeats=3)
+    assert once["floor"] == {"wallMinutes": 1.59, "nodeMinutes": 71.6}
+    assert thrice["floor"] == {"wallMinutes": 4.77, "nodeMinutes": 214.8}
+    assert "fail-closed floor: wall >= 1.59 min, node-min >= 72" in format_table(once)

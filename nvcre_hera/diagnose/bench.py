@@ -311,6 +311,9 @@ def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: 
                      **({"trigger": trigger, "thresholdShare": threshold_share} if trigger != "full-run" else {}),
                      **({"repeats": repeats} if repeats > 1 else {})},
         "bounds": lower_bounds(nodes, faults, cap),
+        # each repeat is a job of its own, one after the other (as trace_costs prices them)
+        "floor": {k: round(v * repeats, 2) for k, v in fail_closed_floor(nodes, faults).items()
+                  if k in ("wallMinutes", "nodeMinutes")},
         "strategies": {},
     }
     for strategy in strategies:
@@ -348,7 +351,9 @@ def format_table(result: dict) -> str:
         f"(+{sc['dip']:.0%} dips) cap={sc['cap']} trials={sc['trials']} seed={sc['seed']}"
         + (f" trigger={sc['trigger']} (threshold {sc['thresholdShare']:g} x healthy)" if "trigger" in sc else "")
         + (f" repeats={sc['repeats']} (worst counts)" if "repeats" in sc else ""),
-        f"lower bounds: jobs >= {lb['jobs']} (log2 C(N,K)), rounds >= {lb['rounds']} (log_(C+1) N)",
+        f"lower bounds: jobs >= {lb['jobs']} (log2 C(N,K)), rounds >= {lb['rounds']} (log_(C+1) N)"
+        + (f"; fail-closed floor: wall >= {result['floor']['wallMinutes']:g} min, node-min >= "
+           f"{result['floor']['nodeMinutes']:.0f} (docs/diagnose-floor.md)" if "floor" in result else ""),
         f"{'strategy':<14}{'jobs':>7}{'rounds':>7}{'p95':>4}{'prec':>7}{'recall':>7}{'falseAcc':>9}"
         f"{'wall med':>9}{'p95':>6}{'node-min':>9}{'release med':>12}{'p95':>6}{'linkRec':>8}{'falseInf':>9}",
     ]
