@@ -96,9 +96,12 @@ def _next(ctx: Ctx) -> dict:
     tests = rnd.commit()
     history.open_round(ctx, tests)
     if not tests:
-        if st["work"] and not within:
+        cut = bool(st["work"]) and not within
+        if cut:
             st["cut"] = 1  # the report says the diagnose stopped at its budget, not that it ran out of questions
         _leave_open(st)
+        if cut and st["st"] == "adaptive" and not st.get("verified"):
+            _leave_rest_open(st)
         st["done"] = True
     return _answer(ctx, tests)
 
@@ -114,6 +117,17 @@ def _leave_open(st: dict) -> None:
         if g and not any(g < other or (g == other and j < i) for j, other in enumerate(sets) if j != i) and \
                 not any(g <= set(ns.to_nodes(u)) for u in st["unres"]):
             st["unres"].append(ns.from_nodes(sorted(g)))
+
+
+def _leave_rest_open(st: dict) -> None:
+    """Stopped before a final check of the rest passed: nothing vouches that the nodes not accused run together
+    (their parts passing does not: a bad link between two parts fails neither), so they are one unresolved group,
+    never released, beside the narrower groups left open."""
+    held = {a["node"] for a in st["acc"]}
+    held |= {x for f in st["infra"] for side in f["between"] for x in (side if isinstance(side, list) else [side])}
+    rest = [x for x in ns.to_nodes(st["G"]) if x not in held]
+    if rest and not any(set(rest) <= set(ns.to_nodes(u)) for u in st["unres"]):
+        st["unres"].append(ns.from_nodes(rest))
 
 
 def round_budget(state: dict, config: dict) -> int:
