@@ -244,24 +244,17 @@ def test_a_pods_stdout_is_its_result_only_where_its_caller_refers_to_it():
     ARGO_INCLUDE_SCRIPT_OUTPUT on a pod only when the DAG or Steps template that runs it names its outputs.result
     (`{{tasks.a.outputs.result}}`, or `tasks['a'].outputs.result` in an expression); otherwise no result is stored.
     What this cannot prove: the real controller's run of these templates (the e2e differential runs ours)."""
-    referenced = run_workflow(wf("""
+    for reference in ("{{tasks.a.outputs.result}}", "{{=tasks['a'].outputs.result}}"):
+        run = run_workflow(wf(f"""
 - name: main
   dag:
     tasks:
-    - {name: a, template: echo, arguments: {parameters: [{name: msg, value: "hello"}]}}
-    - {name: b, template: echo, depends: a, arguments: {parameters: [{name: msg, value: "{{tasks.a.outputs.result}}"}]}}
+    - {{name: a, template: echo, arguments: {{parameters: [{{name: msg, value: "hello"}}]}}}}
+    - {{name: b, template: echo, depends: a, arguments: {{parameters: [{{name: msg, value: "{reference}"}}]}}}}
 """), runner())
-    assert referenced.by_name("wf.a").outputs["result"] == "hello"
-    assert referenced.by_name("wf.b").outputs["parameters"]["out"] == "hello"
-    assert "result" not in referenced.by_name("wf.b").outputs
-    by_expression = run_workflow(wf("""
-- name: main
-  dag:
-    tasks:
-    - {name: a, template: echo, arguments: {parameters: [{name: msg, value: "hi"}]}}
-    - {name: b, template: echo, depends: a, arguments: {parameters: [{name: msg, value: "{{=tasks['a'].outputs.result}}"}]}}
-"""), runner())
-    assert by_expression.by_name("wf.a").outputs["result"] == "hi"
+        assert run.by_name("wf.a").outputs["result"] == "hello", reference
+        assert run.by_name("wf.b").outputs["parameters"]["out"] == "hello", reference
+        assert "result" not in run.by_name("wf.b").outputs, reference
     steps = run_workflow(wf("""
 - name: main
   steps:
