@@ -452,5 +452,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 __all__ = ["BENCH_STRATEGIES", "FAULT_KINDS", "MIX_KINDS", "THRESHOLD_SHARE", "TRIGGERS", "bench", "best_halving",
-           "expected_busbw", "fail_closed_floor", "format_table", "job_cost", "kind_oracle", "link_scores", "lower_bounds", "main",
-           "model_job_minutes", "percentile", "planner_config", "trace_costs"]
+           "expected_busbw", "fail_closed_floor", "format_table", "job_cost", "kind_oracle", "link_scores",
+           "lower_bounds", "main", "model_job_minutes", "percentile", "planner_config", "trace_costs"]

@@ -114,8 +114,9 @@ def _leave_open(st: dict) -> None:
     groups = [w.get("s") or w.get("p") or (ns.from_nodes([w["x"]]) if "x" in w else None) for w in st["work"]]
     sets = [set(ns.to_nodes(g)) for g in groups if g]
     for i, g in enumerate(sets):
-        if g and not any(g < other or (g == other and j < i) for j, other in enumerate(sets) if j != i) and \
-                not any(g <= set(ns.to_nodes(u)) for u in st["unres"]):
+        inside_another = any(g < other or (g == other and j < i) for j, other in enumerate(sets) if j != i)
+        listed = any(g <= set(ns.to_nodes(u)) for u in st["unres"])
+        if g and not inside_another and not listed:
             st["unres"].append(ns.from_nodes(sorted(g)))
 
 
@@ -123,11 +124,16 @@ def _leave_rest_open(st: dict) -> None:
     """Stopped before a final check of the rest passed: nothing vouches that the nodes not accused run together
     (their parts passing does not: a bad link between two parts fails neither), so they are one unresolved group,
     never released, beside the narrower groups left open."""
-    held = {a["node"] for a in st["acc"]}
-    held |= {x for f in st["infra"] for side in f["between"] for x in (side if isinstance(side, list) else [side])}
+    held = _accused_or_on_a_fault(st)
     rest = [x for x in ns.to_nodes(st["G"]) if x not in held]
     if rest and not any(set(rest) <= set(ns.to_nodes(u)) for u in st["unres"]):
         st["unres"].append(ns.from_nodes(rest))
+
+
+def _accused_or_on_a_fault(st: dict) -> set[int]:
+    """The accused nodes and both ends of every infrastructure fault."""
+    ends = {x for f in st["infra"] for side in f["between"] for x in (side if isinstance(side, list) else [side])}
+    return {a["node"] for a in st["acc"]} | ends
 
 
 def round_budget(state: dict, config: dict) -> int:
@@ -169,9 +175,7 @@ def _releases(ctx: Ctx) -> list[dict]:
     """When each cleared node could be handed back; nodes tied to an accusation, an infrastructure fault or an
     unresolved group are held (fail closed: an unexplained failure vouches for none of its nodes)."""
     st = ctx.state
-    held = {a["node"] for a in st["acc"]}
-    held |= {x for f in st["infra"] for side in f["between"] for x in (side if isinstance(side, list) else [side])}
-    held |= {x for u in st["unres"] for x in ns.to_nodes(u)}
+    held = _accused_or_on_a_fault(st) | {x for u in st["unres"] for x in ns.to_nodes(u)}
     return [{"round": g["r"], "releasedAfterSec": g["e"], "nodes": g["s"]}
             for g in history.releases(st, ctx.ok, sorted(held))]
 
