@@ -17,7 +17,7 @@ from nvcre_hera.diagnose import adaptive, halving, history, intermittent, probe,
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import confidence
 from nvcre_hera.diagnose.items import refresh_accused
-from nvcre_hera.diagnose.state import SPECIFIC_REASONS, Ctx, Round, new_state
+from nvcre_hera.diagnose.state import SPECIFIC_REASONS, Ctx, Round, accused_or_on_a_fault, held_nodes, new_state
 
 STRATEGIES = ("adaptive", "halving")
 FULL_ID = "full"
@@ -96,7 +96,8 @@ def _next(ctx: Ctx) -> dict:
     tests = rnd.commit()
     history.open_round(ctx, tests)
     if not tests:
-        cut = bool(st["work"]) and not within
+        # out of rounds with work open, or (adaptive) before a final check held the rest: either way cut off
+        cut = not within and (bool(st["work"]) or (st["st"] == "adaptive" and not st.get("verified")))
         if cut:
             st["cut"] = 1  # the report says the diagnose stopped at its budget, not that it ran out of questions
         _leave_open(st)
@@ -124,16 +125,10 @@ def _leave_rest_open(st: dict) -> None:
     """Stopped before a final check of the rest passed: nothing vouches that the nodes not accused run together
     (their parts passing does not: a bad link between two parts fails neither), so they are one unresolved group,
     never released, beside the narrower groups left open."""
-    held = _accused_or_on_a_fault(st)
+    held = accused_or_on_a_fault(st)
     rest = [x for x in ns.to_nodes(st["G"]) if x not in held]
     if rest and not any(set(rest) <= set(ns.to_nodes(u)) for u in st["unres"]):
         st["unres"].append(ns.from_nodes(rest))
-
-
-def _accused_or_on_a_fault(st: dict) -> set[int]:
-    """The accused nodes and both ends of every infrastructure fault."""
-    ends = {x for f in st["infra"] for side in f["between"] for x in (side if isinstance(side, list) else [side])}
-    return {a["node"] for a in st["acc"]} | ends
 
 
 def round_budget(state: dict, config: dict) -> int:
@@ -175,7 +170,7 @@ def _releases(ctx: Ctx) -> list[dict]:
     """When each cleared node could be handed back; nodes tied to an accusation, an infrastructure fault or an
     unresolved group are held (fail closed: an unexplained failure vouches for none of its nodes)."""
     st = ctx.state
-    held = _accused_or_on_a_fault(st) | {x for u in st["unres"] for x in ns.to_nodes(u)}
+    held = held_nodes(st)
     return [{"round": g["r"], "releasedAfterSec": g["e"], "nodes": g["s"]}
             for g in history.releases(st, ctx.ok, sorted(held))]
 

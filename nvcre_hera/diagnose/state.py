@@ -54,6 +54,17 @@ def failure_reason(result: dict) -> str | None:
     return next((r for r in SPECIFIC_REASONS if r in names), None)
 
 
+def accused_or_on_a_fault(state: dict) -> set[int]:
+    """The accused nodes and both ends of every infrastructure fault."""
+    ends = {x for f in state["infra"] for side in f["between"] for x in (side if isinstance(side, list) else [side])}
+    return {a["node"] for a in state["acc"]} | ends
+
+
+def held_nodes(state: dict) -> set[int]:
+    """Nodes the verdict never releases: accused, on an infrastructure fault, or in an unresolved group."""
+    return accused_or_on_a_fault(state) | {x for u in state["unres"] for x in ns.to_nodes(u)}
+
+
 def job_shape(test: dict) -> tuple[int, int]:
     """(nodes per job, jobs) of a planner test: a screen batch (`each`) is one single-node job per node."""
     return (1, len(test["nodes"])) if test.get("each") else (len(test["nodes"]), 1)
