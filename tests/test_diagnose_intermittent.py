@@ -25,13 +25,17 @@ def _failing_full(oracle: Oracle, rng: random.Random) -> float:
 def test_flapping_node_is_found_as_intermittent() -> None:
     """Like examples/clusters/flapping.yaml: half the jobs with the node see a 50 % NIC. (When its flap happens
     to be on in every run the search makes, it is a plain bandwidth deficit: nothing showed it passing.)"""
-    flagged = 0
+    flagged = hidden = 0
     for seed in range(12):
         rng = random.Random(seed)
         oracle = Oracle(n=8, sigma=0.01, dip=0.0, factors={4: 0.5}, flaps={4: 0.5})
         trace = run(oracle, _config(8, threshold=300.0), rng, full=_failing_full(oracle, rng))
-        assert trace.accused == {4}, (seed, trace.final["suspects"], trace.final["infrastructureFaults"])
         assert trace.final["infrastructureFaults"] == [], seed
+        if not trace.accused:  # its flap was off in every re-run (seed 6: five in a row): held, never released
+            hidden += 1
+            assert any(4 in group for group in trace.final["unresolved"]), seed
+            continue
+        assert trace.accused == {4}, (seed, trace.final["suspects"], trace.final["infrastructureFaults"])
         (s,) = trace.final["suspects"]
         assert s["reason"] == "ThresholdViolation" and s["detail"] in ("Intermittent", "BandwidthDeficit")
         assert 0.4 < s["deficit"] < 0.6
@@ -39,7 +43,7 @@ def test_flapping_node_is_found_as_intermittent() -> None:
         assert any(e["ratio"] < 0.6 for e in s["evidence"])
         if s["detail"] == "Intermittent":  # confidence: the share of the runs holding it that failed
             flagged += 1
-    assert flagged >= 6
+    assert hidden <= 1 and flagged >= 6
 
 
 def test_flapping_node_in_64_with_dips_is_never_a_boundary() -> None:
