@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_parse.py
 	$(BIN)/python bench/bench_diagnose.py
 	$(BIN)/python bench/bench_diagnose_scale.py
+	$(BIN)/python bench/bench_diagnose_release.py
 	$(BIN)/python bench/bench_report.py
 	$(BIN)/python bench/bench_fleet.py
 

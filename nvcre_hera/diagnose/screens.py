@@ -17,7 +17,8 @@ A screen that crashes or sends no value accuses its node at once (fail closed), 
 
 Then one multi-node job of every node not accused, V0, asks whether the accusations explain the failure: it passes
 when it meets the user's threshold, or without one, when it runs clearly (3σ̂) above the failing full-group run.
-Passing ends the diagnose. Failing, the *near misses* screen again first: a node whose screens of a kind are neither
+Passing the threshold ends the diagnose; passing the full run only is checked against the rest's parts first
+(`_settle`: better than a failing run is not healthy). Failing, the *near misses* screen again first: a node whose screens of a kind are neither
 cleared nor accused by their log-likelihood ratio (`evidence`: DELTA_Z·σ̂ below the median against healthy, each
 value possibly a dip at the density the kind's own first round showed) screens that kind until the ratio crosses
 Wald's bound log(kinds·n/ALPHA_NEAR) (accused) or −CLEAR_LLR (cleared; 0 from its third screen on), for
