@@ -93,8 +93,11 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
             if self.path != f"/api/v1/workflows/gpu-cert/{NAME}" or not state.states:
                 self._send({"code": 5, "message": "workflows.argoproj.io not found"}, 404)
                 return
-            self._send(state.states[min(state.gets, len(state.states) - 1)])
+            # count before answering: the client may act on the answer (and the test read `gets`) before this
+            # thread runs again, which under load made `gets` read one short
+            answer = state.states[min(state.gets, len(state.states) - 1)]
             state.gets += 1
+            self._send(answer)
 
         def log_message(self, *args: object) -> None:
             pass
