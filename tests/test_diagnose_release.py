@@ -72,6 +72,59 @@ def test_no_bad_node_and_no_bad_link_is_released(block):
             assert answer["suspects"] or answer["infrastructureFaults"] or answer["unresolved"], (seed, config)
 
 
+def _mixed_case(seed: int) -> tuple[Oracle, dict, bool]:
+    """Weaker faults too (× 0.6–0.95), flapping NICs (slow in half their jobs), σ 2–5 %, 0–5 % dips, 16–256 nodes,
+    thresholds at 80–95 % of healthy: misses are allowed here, releases nothing held together are not."""
+    r = random.Random(seed)
+    n = r.choice([16, 32, 64, 128, 256])
+    oracle = Oracle(n=n, sigma=r.choice([0.02, 0.03, 0.05]), dip=r.choice([0.0, 0.01, 0.05]))
+    free = list(range(n))
+    r.shuffle(free)
+    for _ in range(r.randint(0, 4)):
+        kind, factor = r.choice(["nic", "gpu", "link", "flap", "crash"]), r.uniform(0.6, 0.95)
+        if kind == "link":
+            a, b = sorted([free.pop(), free.pop()])
+            oracle.links[(a, b)] = factor
+            continue
+        x = free.pop()
+        if kind == "crash":
+            oracle.crashes.add(x)
+        elif kind == "gpu":
+            oracle.gpu_factors[x] = r.uniform(0.3, 0.9)
+        else:
+            oracle.factors[x] = factor
+            if kind == "flap":
+                oracle.flaps[x] = 0.5
+    config = planner_config(r.choice(["adaptive", "screened"]), n, r.choice([0, 4, 8]), seed)
+    if r.random() < 0.3:
+        config["maxRounds"] = r.randint(3, 30)
+    workflow = r.random() < 0.5
+    if workflow:
+        config["threshold"] = round(r.uniform(0.8, 0.95) * oracle.healthy(list(range(n))), 2)
+    return oracle, config, not workflow
+
+
+@pytest.mark.parametrize("block", range(4))
+def test_every_released_node_was_held_by_the_final_job_that_settled_the_rest(block):
+    """Whatever the search missed, what it releases ran together in the job that settled the rest (`vs`). Before,
+    a search whose last part had no partner left to re-measure it ended with nothing scheduled and released the
+    rest, which no final job had held (12 of 2000 cases; this generator's seed 162: a crash, a flapper and the link
+    3–8 among 16 nodes, both ends released)."""
+    from nvcre_hera.diagnose import nodesets as ns
+
+    for seed in range(block * CASES // 4, (block + 1) * CASES // 4):
+        oracle, config, full = _mixed_case(seed)
+        answer = run(oracle, config, random.Random(seed * 31 + 7), full=full, max_calls=400).final
+        released = _released(answer)
+        assert released <= set(ns.to_nodes(answer["state"].get("vs") or [])), (seed, config)
+
+
+def test_a_search_stuck_without_a_partner_leaves_the_rest_unresolved():
+    oracle, config, full = _mixed_case(162)
+    answer = run(oracle, config, random.Random(162 * 31 + 7), full=full, max_calls=400).final
+    assert (3, 8) in oracle.links and not {3, 8} <= _released(answer)
+    assert any({3, 8} <= set(group) for group in answer["unresolved"])
+
 # Through the workflow path (compile → local executor → plan step → simulated cluster, `diagnose.yaml`, the user's
 # threshold): five of the 16 cases of 200 that `bench/bench_diagnose_release.py` found releasing a faulty node or
 # both ends of a bad link before (a crash and a link; two slow NICs and a link; a crash and a link among 8; a slow

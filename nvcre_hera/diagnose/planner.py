@@ -101,7 +101,8 @@ def _next(ctx: Ctx) -> dict:
         if cut:
             st["cut"] = 1  # the report says the diagnose stopped at its budget, not that it ran out of questions
         _leave_open(st)
-        if cut and st["st"] == "adaptive" and not st.get("verified"):
+        if st["st"] == "adaptive" and not st.get("verified"):
+            # cut off, or stuck (a part with no partner left to re-measure it): no final check held the rest
             _leave_rest_open(st)
         st["done"] = True
     return _answer(ctx, tests)
