@@ -42,8 +42,10 @@ INFER_LLR = 2.5  # evidence a branch needs before its last part may be inferred 
 CALIBRATE_ARITY = 6  # arity of the first split when no baseline is known (see `_schedule_k`)
 
 
-def start(ctx: Ctx, full_value: float | None, measured: bool) -> None:
-    """Seed the search with the whole group, with its failing measurement as free evidence when there is one."""
+def start(ctx: Ctx, full_value: float | None, measured: bool, whole: int | None = None) -> None:
+    """Seed the search with the whole group, with its failing measurement as free evidence when there is one.
+    `whole`: an observation of the whole group measured before any reference (the screens' V0), which the unknown
+    root's first split then judges instead of running the group again (`_judge_whole`)."""
     g = ctx.state["G"]
     raw = None
     if measured:  # the failing run is evidence about the defect, never about what healthy looks like
@@ -51,6 +53,8 @@ def start(ctx: Ctx, full_value: float | None, measured: bool) -> None:
     root = _k(ctx, g, None, L=None, raw=raw)
     if not measured:
         root["uk"] = 1  # unknown: neither failing nor passing until its parts (or the whole group) say so
+        if whole is not None:
+            root["w0"] = whole
     ctx.state["work"] = [root]
     ctx.state["restarts"] = 0
 
@@ -182,7 +186,7 @@ def absorb(ctx: Ctx) -> None:
             if not done:
                 out.append(it)
         elif kind == "V":
-            out.extend(_result_v(ctx, it, out))
+            out.extend(_result_v(ctx, it))
     ctx.state["work"] = [it for it in out if not _explained_probe(ctx, it)]
 
 
@@ -367,7 +371,7 @@ def _child(ctx: Ctx, it: dict, i: int, fp: float, L: float, measured: bool, uniq
     return [_k(ctx, part, fo_c, L=_round(L, 3), inferred=not measured, root=root, chain=chain)]
 
 
-def _result_v(ctx: Ctx, it: dict, work: list[dict]) -> list[dict]:
+def _result_v(ctx: Ctx, it: dict) -> list[dict]:
     tid = it.pop("t")[0]
     r = ctx.ratio(tid)
     st = ctx.state
@@ -392,15 +396,7 @@ def _result_v(ctx: Ctx, it: dict, work: list[dict]) -> list[dict]:
         return [it]
     if it["L"] < STRONG and it["rep"] < 2:
         return [it]  # marginal: run it once more
-    # it ran beside the last splits and covered their untested parts: a node now accused or being
-    # confirmed explains the failure, so verify again once they are settled
-    vset = set(ns.to_nodes(it["s"]))
-    held = {a["node"] for a in st["acc"]} | {w["x"] for w in work if w["k"] == "S"}
-    held |= {x for w in work if w["k"] in "KUI" for x in ns.to_nodes(w["s"])}
-    if vset & held:
-        it.update(rep=0, L=0.0, eo=[])
-        return [it]
-    # the group still fails without the accused
+    # the group still fails without the accused (it ran alone, after every other item: nothing else explains it)
     o_v = it["eo"][-1]
     if st["def"]:
         new = [_unknown(ctx, d, [o_v], 0.0, 0) for d in st["def"]]
@@ -488,10 +484,10 @@ def vouch(ctx: Ctx, nodes: list) -> None:
 
 def rest_settled(ctx: Ctx) -> bool:
     """Whether the last final job held every node the verdict would release (all but the accused, the ends of a
-    fault and the unresolved). It runs beside the last splits and leaves their nodes out; when those pass on their
-    own, their parts passing does not vouch for them together with the rest (a bad link between a part and the rest
-    fails neither), so the rest runs once more (`tests/test_diagnose_release.py` found the hole: random mixes that
-    released both ends of a bad link, with the user's threshold too)."""
+    fault and the unresolved). A node's parts passing does not vouch for it together with the rest (a bad link
+    between a part and the rest fails neither); when the last final job (or the screens' V0) held fewer, the rest runs
+    once more (`tests/test_diagnose_release.py` found the hole: a final check that ran beside the last splits left
+    their nodes out, and random mixes released both ends of a bad link, with the user's threshold too)."""
     st = ctx.state
     rest = set(ns.to_nodes(st["G"])) - held_nodes(st)
     return rest <= set(ns.to_nodes(st.get("vs") or []))

@@ -171,8 +171,10 @@ def _releases(ctx: Ctx) -> list[dict]:
     """When each cleared node could be handed back; nodes tied to an accusation, an infrastructure fault or an
     unresolved group are held (fail closed: an unexplained failure vouches for none of its nodes)."""
     st = ctx.state
-    if st["st"] == "halving" and not st.get("verified"):
-        return []  # NVCRE's stages never run the rest together: nothing vouches for any node (halving.py)
+    if not st.get("verified"):
+        # no job of the whole rest passed (halving's stages never run one, a cut or stuck search did not get to it):
+        # nothing vouches for any node together with the others
+        return []
     held = held_nodes(st)
     return [{"round": g["r"], "releasedAfterSec": g["e"], "nodes": g["s"]}
             for g in history.releases(st, ctx.ok, sorted(held))]

@@ -520,12 +520,12 @@ def _settle(ctx: Ctx) -> None:
     if o is None:
         adaptive.vouch(ctx, sc["vok"])
         return
-    _hand_over(ctx, None, False)
-    ctx.state["work"][0]["w0"] = o
+    _hand_over(ctx, None, False, whole=o)
 
 
-def _hand_over(ctx: Ctx, v0: float | None, failing: bool) -> None:
-    """The `adaptive` search takes the rest over, with V0 as its failing measurement when `failing`."""
+def _hand_over(ctx: Ctx, v0: float | None, failing: bool, whole: int | None = None) -> None:
+    """The `adaptive` search takes the rest over, with V0 as its failing measurement when `failing` (`whole`: V0's
+    observation, for the unknown root to judge once its parts set a reference)."""
     sc, st = ctx.state["sc"], ctx.state
     sc["ph"] = "x"
     rest = _rest(ctx)
@@ -533,7 +533,7 @@ def _hand_over(ctx: Ctx, v0: float | None, failing: bool) -> None:
     # the search's noise prior is at least the spread the healthy majority showed here (read from the next call on);
     # the estimate itself, not σ̂: raised for small n, it made the search miss 10 %-slow nodes (docs/diagnose-screens.md)
     st["s0"] = round(max(r[2] for r in sc["ref"].values()) if sc["ref"] else 0.0, 4)
-    adaptive.start(ctx, v0, failing)
+    adaptive.start(ctx, v0, failing, whole)
 
 
 def finished(ctx: Ctx) -> bool:
