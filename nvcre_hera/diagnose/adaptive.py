@@ -40,6 +40,7 @@ MAX_RESTARTS = 2
 DIP_PRIOR = 0.05  # prior odds that a branch's only failing run was a dip rather than its defect
 INFER_LLR = 2.5  # evidence a branch needs before its last part may be inferred rather than tested
 CALIBRATE_ARITY = 6  # arity of the first split when no baseline is known (see `_schedule_k`)
+LINK_PRIOR = 0.2  # prior weight of a defect between the parts of a split, against one inside them (which sums to 1)
 
 
 def start(ctx: Ctx, full_value: float | None, measured: bool, whole: int | None = None) -> None:
@@ -310,12 +311,16 @@ def _decide_k(ctx: Ctx, it: dict, fp: float, L: float) -> list[dict]:
     rs, lr_root, pn = _chain(it, L)
     cands = {i: ns.size(parts[i]) / rs * math.exp(min(lr[i], 30.0)) for i in marg + untested}
     w_noise = pn * math.exp(-min(lr_root, 30.0))
-    z = sum(cands.values()) + w_noise
+    # every part measured and none clearly failing: the defect may lie between parts (a link), which explains the
+    # parts as healthy as they look; without it a part 2σ low took all the posterior and was followed
+    w_link = LINK_PRIOR if not untested and len(parts) > 1 else 0.0
+    z = sum(cands.values()) + w_noise + w_link
     if z <= 0:
         return [new_probe(ctx, it["s"], parts, fp, retest=True)]
     post = {i: w / z for i, w in cands.items()}
     top = max(post, key=post.get) if post else None
-    if w_noise / z >= POSTERIOR or top is None:
+    between = (w_noise + w_link) / z
+    if between >= POSTERIOR or top is None or (it["rm"] >= MAX_REMEASURE and between > post[top]):
         if it["inf"] and it["root"]:
             return [new_probe(ctx, it["root"][0], it["root"][1], fp, retest=True)]
         return [new_probe(ctx, it["s"], parts, fp, retest=True)]
