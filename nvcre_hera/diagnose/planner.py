@@ -137,11 +137,16 @@ def round_budget(state: dict, config: dict) -> int:
     findings took: each finding (an accused node, an infrastructure fault) adds twice `probe.link_rounds`, one
     more link's probe at this size and as many again to reach it (the failing final check, the new split, its
     pairing rounds; with once, the second of two links at 1024 nodes was cut off in 6 of 60 trials), up to twice
-    the base, so the wait stays bounded. The near-miss phase's rounds (screens.py) are its own, not taken from the
-    search's."""
+    the base, so the wait stays bounded. A probe narrowing a union that failed (or checking the pair it narrowed
+    to) is a finding under way: while it is open it adds one probe's rounds, so that it is not cut off a few rounds
+    short of the link (at N = 4096, 3 of 100 single links were, after a dip had cost the search a detour). The
+    near-miss phase's rounds (screens.py) are its own, not taken from the search's."""
     base = int(config.get("maxRounds") or ROUND_BUDGET)
     findings = len(state["acc"]) + len(state["infra"])
-    return min(base + 2 * probe.link_rounds(state["n"]) * findings, 2 * base) + screens.near_miss_rounds(state)
+    under_way = sum(1 for w in state.get("work") or [] if w.get("k") == "B" and not w.get("nv")
+                    and w.get("ph") in ("nar", "cf"))
+    per_link = probe.link_rounds(state["n"])
+    return min(base + per_link * (2 * findings + under_way), 2 * base) + screens.near_miss_rounds(state)
 
 
 def _answer(ctx: Ctx, tests: list[dict]) -> dict:
