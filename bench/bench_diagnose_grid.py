@@ -6,7 +6,9 @@
 Each cell runs halving (with its margin swept on the same seeds), adaptive without screens and `screened` (the
 workflow's default from 32 to 1024 nodes) on the same seeded scenarios: cap 8, σ 3 % + 1 % dips, the planner told
 neither; fault factor 0.8, 0.5 for slow-gpu and nvlink (a 20 %-slow GPU hardly shows in a multi-node job). Writes
-one JSON per cell to --out and prints the markdown table of the README. A measurement: it checks no target.
+one JSON per cell to --out and prints the markdown table of the README (its last column: the share of trials whose
+verdict released a faulty node or both ends of a bad link, `bench.faults_released`). A measurement: it checks no
+target.
 `--trigger workflow` runs every cell as the compiled workflow does (no full run handed over, the threshold at
 `--threshold-share` of the healthy full-group busbw; `nvcre_hera.diagnose.bench`).
 """
@@ -55,7 +57,8 @@ def row(result: dict) -> str:
             f"{c['precision']:.2f}, {c['recall']:.2f}, {c['falseAccusationRate']:.3f}, {_link(c)}, "
             f"{c['falseInfraRate']:.3f} "
             f"| {wall:.2f}{_verdict(wall, floor_wall, 0.6)} | {nm:.1f}{_verdict(nm, floor_nm, 1.0)} "
-            f"| {floor['wallMinutes']} ({floor_wall:.2f}), {floor['nodeMinutes']:.0f} ({floor_nm:.1f}) |")
+            f"| {floor['wallMinutes']} ({floor_wall:.2f}), {floor['nodeMinutes']:.0f} ({floor_nm:.1f}) "
+            f"| {h['faultReleasedRate']:.3f} / {a['faultReleasedRate']:.3f} / {c['faultReleasedRate']:.3f} |")
 
 
 def _verdict(ratio: float, floor: float, target: float) -> str:
@@ -68,8 +71,9 @@ HEADER = ("| N | K | kind | halving* (margin): wall med / p95, node-min, recall,
           "node-min, recall, link | screened: wall med / p95, node-min, jobs, rounds, prec, recall, false-acc, link, "
           "false-infra "
           "| screened wall ÷ halving* (≤ 0.6) | screened node-min ÷ halving* (≤ 1.0) "
-          "| fail-closed floor: wall (÷ halving*), node-min (÷ halving*) |\n"
-          "|---|---|---|---|---|---|---|---|---|")
+          "| fail-closed floor: wall (÷ halving*), node-min (÷ halving*) "
+          "| trials handing a fault back: halving* / adaptive / screened |\n"
+          "|---|---|---|---|---|---|---|---|---|---|")
 
 
 def main(argv: list[str] | None = None) -> int:

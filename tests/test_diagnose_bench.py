@@ -10,9 +10,9 @@ import pytest
 
 from nvcre_hera.diagnose import bench as bench_module
 from nvcre_hera.diagnose import oracle as oracle_module
-from nvcre_hera.diagnose.bench import (best_halving, bench, expected_busbw, fail_closed_floor, format_table,
-                                       kind_oracle, link_scores, main, model_job_minutes, percentile, planner_config,
-                                       trace_costs)
+from nvcre_hera.diagnose.bench import (best_halving, bench, expected_busbw, fail_closed_floor, faults_released,
+                                       format_table, kind_oracle, link_scores, main, model_job_minutes, percentile,
+                                       planner_config, trace_costs)
 from nvcre_hera.diagnose.oracle import Oracle, random_oracle, run
 from nvcre_hera.sim import model
 from nvcre_hera.sim.faults import ActiveFaults, NodeCaps
@@ -462,3 +462,11 @@ def test_the_bench_prints_the_floor_and_prices_it_per_repeat() -> None:
     assert once["floor"] == {"wallMinutes": 1.59, "nodeMinutes": 71.6}
     assert thrice["floor"] == {"wallMinutes": 4.77, "nodeMinutes": 214.8}
     assert "fail-closed floor: wall >= 1.59 min, node-min >= 72" in format_table(once)
+
+
+def test_faults_released_names_the_faulty_nodes_and_the_links_a_verdict_handed_back():
+    # released: nodes 0–3 in round 2, 6 in round 5; node 2 is slow, link 1–3 has both ends released, 3–4 one
+    final = {"releases": [{"round": 2, "nodes": [[0, 4]]}, {"round": 5, "nodes": [[6, 7]]}]}
+    assert faults_released(final, {2, 5}, [(1, 3), (3, 4)]) == [2, (1, 3)]
+    assert faults_released({"releases": []}, {2}, [(1, 3)]) == []
+    assert faults_released(final, set(), []) == []

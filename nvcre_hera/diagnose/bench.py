@@ -30,7 +30,7 @@ import math
 import random
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from nvcre_hera.diagnose.oracle import Oracle, run
 from nvcre_hera.diagnose.planner import STRATEGIES
@@ -224,7 +224,7 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
                   noise: float, cap: int, trials: int, seed: int, dip: float, trigger: str = "full-run",
                   threshold_share: float = THRESHOLD_SHARE, repeats: int = 1) -> dict:
     jobs, rounds, wall, nm, rel = [], [], [], [], []
-    tp = fp = fn = exact = accused = healthy_accused = links = links_found = false_infra = 0
+    tp = fp = fn = exact = accused = healthy_accused = links = links_found = false_infra = handed_back = 0
     for t in range(trials):
         s = seed + t
         oracle, bad = kind_oracle(nodes, faults, kind, fault_factor, noise, random.Random(s), dip)
@@ -256,6 +256,7 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
         exact += acc == bad
         accused += bool(acc)
         healthy_accused += bool(acc - bad)
+        handed_back += bool(faults_released(trace.final, bad, oracle.links))
         found, false = link_scores(sorted(oracle.links), trace.final.get("infrastructureFaults") or [])
         links += len(oracle.links)
         links_found += found
@@ -272,6 +273,7 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
         "falseAccusationRate": round(healthy_accused / n, 4),
         "linkRecall": round(links_found / links, 4) if links else None,
         "falseInfraRate": round(false_infra / n, 4),
+        "faultReleasedRate": round(handed_back / n, 4),
         "wallMinutes": round(sum(wall) / n, 1),
         "wallMedian": round(statistics.median(wall), 1),
         "wallP95": round(percentile(wall, 0.95), 1),
@@ -281,6 +283,13 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
         "releaseP95": round(percentile(rel, 0.95), 1),
         **({"margin": margin} if margin is not None else {}),
     }
+
+
+def faults_released(final: dict, bad: set[int], links: Iterable[tuple[int, int]]) -> list:
+    """What the verdict handed back that it must not have: faulty nodes it released, and bad links both of whose
+    ends it released (fail closed: a fault missed is to be left unresolved, never vouched for)."""
+    released = {x for group in final.get("releases") or [] for lo, hi in group["nodes"] for x in range(lo, hi)}
+    return sorted(bad & released) + [pair for pair in links if set(pair) <= released]
 
 
 def best_halving(sweep: dict[str, dict], min_recall: float = 0.99) -> str | None:
@@ -355,7 +364,8 @@ def format_table(result: dict) -> str:
         + (f"; fail-closed floor: wall >= {result['floor']['wallMinutes']:g} min, node-min >= "
            f"{result['floor']['nodeMinutes']:.0f} (docs/diagnose-floor.md)" if "floor" in result else ""),
         f"{'strategy':<14}{'jobs':>7}{'rounds':>7}{'p95':>4}{'prec':>7}{'recall':>7}{'falseAcc':>9}"
-        f"{'wall med':>9}{'p95':>6}{'node-min':>9}{'release med':>12}{'p95':>6}{'linkRec':>8}{'falseInf':>9}",
+        f"{'wall med':>9}{'p95':>6}{'node-min':>9}{'release med':>12}{'p95':>6}{'linkRec':>8}{'falseInf':>9}"
+        f"{'relBad':>7}",
     ]
     for name, s in result["strategies"].items():
         lines.append(f"{name:<14}{s['jobs']:>7.2f}{s['rounds']:>7.2f}{s['roundsP95']:>4}{s['precision']:>7.3f}"
@@ -363,12 +373,13 @@ def format_table(result: dict) -> str:
                      f"{s['wallP95']:>6.1f}{s['nodeMinutes']:>9.0f}{s['releaseMedian']:>12.1f}"
                      f"{s['releaseP95']:>6.1f}"
                      f"{'-' if s['linkRecall'] is None else format(s['linkRecall'], '.2f'):>8}"
-                     f"{s['falseInfraRate']:>9.2f}")
+                     f"{s['falseInfraRate']:>9.2f}{s['faultReleasedRate']:>7.3f}")
     if "bestHalving" in result:
         lines.append(f"halving* = {result['bestHalving']['entry']} ({result['bestHalving']['criterion']})")
     lines.append("minutes from nvcre_hera.sim.model; node-min is the mean; release = end of the last round "
                  "with a healthy node in a job;\nlinkRec = bad links pinpointed as infrastructure faults (both ends "
-                 "exact); falseInf = share of trials reporting an infrastructure fault that holds no bad link")
+                 "exact); falseInf = share of trials reporting an infrastructure fault that holds no bad link;\n"
+                 "relBad = share of trials whose verdict released a faulty node or both ends of a bad link")
     return "\n".join(lines)
 
 
@@ -452,5 +463,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 __all__ = ["BENCH_STRATEGIES", "FAULT_KINDS", "MIX_KINDS", "THRESHOLD_SHARE", "TRIGGERS", "bench", "best_halving",
-           "expected_busbw", "fail_closed_floor", "format_table", "job_cost", "kind_oracle", "link_scores",
-           "lower_bounds", "main", "model_job_minutes", "percentile", "planner_config", "trace_costs"]
+           "expected_busbw", "fail_closed_floor", "faults_released", "format_table", "job_cost", "kind_oracle",
+           "link_scores", "lower_bounds", "main", "model_job_minutes", "percentile", "planner_config", "trace_costs"]
