@@ -40,6 +40,7 @@ MAX_RESTARTS = 2
 DIP_PRIOR = 0.05  # prior odds that a branch's only failing run was a dip rather than its defect
 INFER_LLR = 2.5  # evidence a branch needs before its last part may be inferred rather than tested
 CALIBRATE_ARITY = 6  # arity of the first split when no baseline is known (see `_schedule_k`)
+PASSES_IF_A_FLAPPER_MAY_HIDE = 2  # final-check passes needed then (a flapper at 1/2 passes two in a row 1 in 4)
 LINK_PRIOR = 0.2  # prior weight of a defect between the parts of a split, against one inside them (which sums to 1)
 
 
@@ -393,9 +394,16 @@ def _result_v(ctx: Ctx, it: dict) -> list[dict]:
     fps = [a["fp"] for a in st["acc"] if a.get("fp") is not None] + [ctx.fp(fo0, 0.8) if fo0 else 0.8]
     fp = max(fps)
     fh = min(fp, 1 - 3 * ctx.sigma)
-    it["L"] = round(sum(llr(ctx.r(o), fh, ctx.sigma) for o in it["eo"]), 3)
+    runs = [llr(ctx.r(o), fh, ctx.sigma) for o in it["eo"]]
+    it["L"] = round(sum(runs), 3)
     it["rep"] += 1
-    if it["L"] <= -1.0:
+    passed = it["L"] <= -1.0
+    if passed and may_hide_a_flapper(st):
+        # a flapping node passes whenever its flap is off: one pass does not vouch for a rest that may hold one
+        if it["rep"] < PASSES_IF_A_FLAPPER_MAY_HIDE:
+            return [it]
+        passed = max(runs) < STRONG  # and a run that failed outright is not outweighed by the passes beside it
+    if passed:
         vouch(ctx, it["s"])
         if _under_threshold(ctx, it["eo"]):
             # healthy against what its parts measured, yet below the user's floor as one job: no node or link in
@@ -431,6 +439,15 @@ def _result_v(ctx: Ctx, it: dict) -> list[dict]:
         return [it]
     st["restarts"] = st.get("restarts", 0) + 1
     return [_k(ctx, it["s"], [o_v], L=it["L"])]
+
+
+def may_hide_a_flapper(st: dict) -> bool:
+    """Whether a final check that passes may owe it to a flapping node whose flap was off: the search saw a failure,
+    and either nothing explains it (no node accused, no fault located: a dip, or a flapper that hid) or a flapping
+    node was found (another may hide beside it)."""
+    if not st.get("fo0"):
+        return False
+    return (not st["acc"] and not st["infra"]) or any(a.get("i") for a in st["acc"])
 
 
 def below_threshold_everywhere(ctx: Ctx) -> bool:
