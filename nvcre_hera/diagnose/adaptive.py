@@ -474,8 +474,7 @@ def _probe_fails(ctx: Ctx, tid: str, item: dict) -> bool:
     fp = item.get("fp")
     # a probe narrows on single runs: a fingerprint within 5σ of healthy (what a dip or noise leaves behind)
     # would let a 2–3σ low value pass for the fault at every step, so only a clear deficit is followed
-    fp = 0.8 if fp is None or fp >= 1 - 5 * ctx.sigma else fp
-    return llr(r, fp, ctx.sigma) > 0.0
+    return llr(r, intermittent.judge_fp(fp, ctx.sigma), ctx.sigma) > 0.0
 
 
 def refresh(ctx: Ctx) -> None:

@@ -32,6 +32,7 @@ import statistics
 import sys
 from collections.abc import Callable, Iterable, Sequence
 
+from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.oracle import Oracle, run
 from nvcre_hera.diagnose.planner import STRATEGIES
 from nvcre_hera.sim import model
@@ -288,7 +289,7 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
 def faults_released(final: dict, bad: set[int], links: Iterable[tuple[int, int]]) -> list:
     """What the verdict handed back that it must not have: faulty nodes it released, and bad links both of whose
     ends it released (fail closed: a fault missed is to be left unresolved, never vouched for)."""
-    released = {x for group in final.get("releases") or [] for lo, hi in group["nodes"] for x in range(lo, hi)}
+    released = {x for group in final.get("releases") or [] for x in ns.to_nodes(group["nodes"])}
     return sorted(bad & released) + [pair for pair in links if set(pair) <= released]
 
 

@@ -143,8 +143,7 @@ def round_budget(state: dict, config: dict) -> int:
     near-miss phase's rounds (screens.py) are its own, not taken from the search's."""
     base = int(config.get("maxRounds") or ROUND_BUDGET)
     findings = len(state["acc"]) + len(state["infra"])
-    under_way = sum(1 for w in state.get("work") or [] if w.get("k") == "B" and not w.get("nv")
-                    and w.get("ph") in ("nar", "cf"))
+    under_way = sum(1 for w in state.get("work") or [] if probe.under_way(w))
     per_link = probe.link_rounds(state["n"])
     return min(base + per_link * (2 * findings + under_way), 2 * base) + screens.near_miss_rounds(state)
 

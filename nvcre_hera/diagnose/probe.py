@@ -275,12 +275,13 @@ def _follow_key(ctx: Ctx, tid: str, item: dict) -> tuple[float, float]:
     """How well a failing union matches the defect the probe follows: its evidence for the fingerprint, then its
     depth."""
     r = ctx.ratio(tid)
-    return llr(r, intermittent.judge_fp(item.get("fp"), ctx.sigma), ctx.sigma), -_ratio_or_zero(ctx, tid)
+    return llr(r, intermittent.judge_fp(item.get("fp"), ctx.sigma), ctx.sigma), -(0.0 if r is None else r)
 
 
-def _ratio_or_zero(ctx: Ctx, tid: str) -> float:
-    r = ctx.ratio(tid)
-    return 0.0 if r is None else r
+def under_way(item: dict) -> bool:
+    """Whether this work item is the adaptive probe narrowing a union that failed, or checking the pair it narrowed
+    to: a finding under way (`planner.round_budget`). NVCRE's own probe (`nv`) keeps NVCRE's budget."""
+    return item.get("k") == "B" and not item.get("nv") and item.get("ph") in ("nar", "cf")
 
 
 def probe_nodes(item: dict) -> list[int]:
@@ -288,4 +289,4 @@ def probe_nodes(item: dict) -> list[int]:
     return ns.to_nodes(item["p"])
 
 
-__all__ = ["CONFIRM_ROUNDS", "new_probe", "probe_nodes", "result_probe", "schedule_probe"]
+__all__ = ["CONFIRM_ROUNDS", "new_probe", "probe_nodes", "result_probe", "schedule_probe", "under_way"]
