@@ -36,7 +36,7 @@ from nvcre_hera.diagnose.state import Ctx, Round, held_nodes
 
 POSTERIOR = 0.95  # single-defect posterior needed to follow (or infer) one part
 MAX_REMEASURE = 3
-MAX_RESTARTS = 2
+MAX_RESTARTS = 3  # barren restarts (beyond one per finding) before the rest is left unresolved
 DIP_PRIOR = 0.05  # prior odds that a branch's only failing run was a dip rather than its defect
 INFER_LLR = 2.5  # evidence a branch needs before its last part may be inferred rather than tested
 CALIBRATE_ARITY = 6  # arity of the first split when no baseline is known (see `_schedule_k`)

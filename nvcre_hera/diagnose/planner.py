@@ -22,8 +22,11 @@ from nvcre_hera.diagnose.state import SPECIFIC_REASONS, Ctx, Round, accused_or_o
 STRATEGIES = ("adaptive", "halving")
 FULL_ID = "full"
 #: rounds the search may take (the near-miss phase's rounds come on top, screens.near_miss_rounds); each finding
-#: adds twice the rounds of one more link's probe, up to twice this (`round_budget`)
+#: adds twice the rounds of one more link's probe, up to BUDGET_CAP times this (`round_budget`)
 ROUND_BUDGET = 48
+#: how far findings may stretch the budget: a search stopped short of its last links leaves the whole rest unresolved
+#: (thousands of nodes held), so the extra rounds buy their release (docs/diagnose-links.md, "Four links at 4096")
+BUDGET_CAP = 3
 
 
 def plan(state: dict | None, results: Sequence[dict], config: dict, now: float | None = None) -> dict:
@@ -136,8 +139,8 @@ def round_budget(state: dict, config: dict) -> int:
     """Rounds the diagnose may take. A search that keeps finding faults is not cut short by the rounds the earlier
     findings took: each finding (an accused node, an infrastructure fault) adds twice `probe.link_rounds`, one
     more link's probe at this size and as many again to reach it (the failing final check, the new split, its
-    pairing rounds; with once, the second of two links at 1024 nodes was cut off in 6 of 60 trials), up to twice
-    the base, so the wait stays bounded. A probe narrowing a union that failed (or checking the pair it narrowed
+    pairing rounds; with once, the second of two links at 1024 nodes was cut off in 6 of 60 trials), up to
+    BUDGET_CAP times the base, so the wait stays bounded. A probe narrowing a union that failed (or checking the pair it narrowed
     to) is a finding under way: while it is open it adds one probe's rounds, so that it is not cut off a few rounds
     short of the link (at N = 4096, 3 of 100 single links were, after a dip had cost the search a detour). The
     near-miss phase's rounds (screens.py) are its own, not taken from the search's."""
@@ -145,7 +148,7 @@ def round_budget(state: dict, config: dict) -> int:
     findings = len(state["acc"]) + len(state["infra"])
     under_way = sum(1 for w in state.get("work") or [] if probe.under_way(w))
     per_link = probe.link_rounds(state["n"])
-    return min(base + per_link * (2 * findings + under_way), 2 * base) + screens.near_miss_rounds(state)
+    return min(base + per_link * (2 * findings + under_way), BUDGET_CAP * base) + screens.near_miss_rounds(state)
 
 
 def _answer(ctx: Ctx, tests: list[dict]) -> dict:
