@@ -143,10 +143,11 @@ def test_dips_alone_accuse_nobody_and_the_verdict_comes_quickly():
     assert statistics.median(lengths) <= 6
 
 
-def test_with_nobody_accused_the_rest_must_pass_twice_before_the_failure_is_put_down_to_a_dip():
-    """A node slow in some jobs only passes one V0 as often as not: a failure nobody explains is re-checked."""
+def test_with_nobody_accused_the_rest_must_pass_three_times_before_the_failure_is_put_down_to_a_dip():
+    """A node slow in some jobs only passes one V0 as often as not: a failure nobody explains is re-checked until
+    V0 passed as often as the search's final check must then (`PASSES_IF_A_FLAPPER_MAY_HIDE`, 3)."""
     final, rounds = drive(Cluster(64, seed=4), config(64), full=380.0 * 0.75)
-    assert final["suspects"] == [] and _wholes(rounds, 64) == [list(range(64))] * 2
+    assert final["suspects"] == [] and _wholes(rounds, 64) == [list(range(64))] * 3
     # with an accusation that explains the failure, one V0 is enough
     final, rounds = drive(Cluster(64, nic={8: 0.7}, seed=4), config(64))
     assert len(_wholes(rounds, 63)) == 1

@@ -65,7 +65,8 @@ def test_a_dip_in_the_whole_group_check_is_retested_not_blamed() -> None:
         calls += 1
         assert calls < 30
     assert out["suspects"] == [] and out["infrastructureFaults"] == []
-    assert out["stats"]["rounds"] <= 5
+    # a failure nothing explains: the check then passes PASSES_IF_A_FLAPPER_MAY_HIDE (3) times, one round each
+    assert out["stats"]["rounds"] <= 6
 
 
 @pytest.mark.parametrize("n,link,threshold,sigma", [(64, (5, 40), None, 0.0), (64, (9, 33), None, 0.02),

@@ -40,7 +40,7 @@ MAX_RESTARTS = 3  # barren restarts (beyond one per finding) before the rest is 
 DIP_PRIOR = 0.05  # prior odds that a branch's only failing run was a dip rather than its defect
 INFER_LLR = 2.5  # evidence a branch needs before its last part may be inferred rather than tested
 CALIBRATE_ARITY = 6  # arity of the first split when no baseline is known (see `_schedule_k`)
-PASSES_IF_A_FLAPPER_MAY_HIDE = 2  # final-check passes needed then (a flapper at 1/2 passes two in a row 1 in 4)
+PASSES_IF_A_FLAPPER_MAY_HIDE = 3  # final-check passes needed then (a flapper at 1/2 passes three in a row 1 in 8)
 LINK_PRIOR = 0.2  # prior weight of a defect between the parts of a split, against one inside them (which sums to 1)
 
 

@@ -37,7 +37,7 @@ their values, the deepest ratio] (`healthy_chance`), ``low`` the nodes now low (
 ratio], ...]]}), ``nm`` the near misses' screens ({node: [[test index, ratio‰, ...] per kind]}, the test ids in
 ``nt``; kept until the near-miss phase ends), ``f`` the failing full run's value (``fc``: it crashed), ``ph`` the
 phase (``s`` screens, ``v`` the final V0 asked, ``n`` near misses after a failing V0, ``x`` over), ``v``/``vn`` the
-V0 test in flight and its nodes, ``vok`` the nodes of a V0 that passed, ``vp`` one pass seen with nobody accused,
+V0 test in flight and its nodes, ``vok`` the nodes of a V0 that passed, ``vp`` the passes seen with nobody accused,
 ``na``/``v0``/``nr`` the accusations before the near-miss phase, the failing V0's value and the phase's rounds. An
 accusation made here has ``sk`` (its kind), and ``nm`` when the near-miss phase made it. Screen values never enter
 the multi-node healthy reference. A node whose low cleared is kept in ``st["dl"]`` (ranges), outside ``sc``: the
@@ -477,10 +477,11 @@ def _result_v0(ctx: Ctx, tid: str | None, final: bool) -> None:
     else:
         explained = None  # nothing to compare V0 with: the search judges the rest from scratch
     held = ns.to_nodes(sc.get("vn") or [])
-    if explained and full and not st["acc"] and not sc.get("vp"):
+    if explained and full and not st["acc"] and sc.get("vp", 0) < adaptive.PASSES_IF_A_FLAPPER_MAY_HIDE - 1:
         # nothing accused, so only a dip would explain the failing run: a node that fails some jobs only (flapping)
-        # passes one V0 as often as not, so the rest runs once more before the failure is put down to a dip
-        sc["vp"] = 1
+        # passes one V0 as often as not, so the rest runs again, as the search's final check does
+        # (adaptive.PASSES_IF_A_FLAPPER_MAY_HIDE passes in all), before the failure is put down to a dip
+        sc["vp"] = sc.get("vp", 0) + 1
         if final:
             sc["ph"] = "v"
         return
