@@ -398,11 +398,10 @@ def _result_v(ctx: Ctx, it: dict) -> list[dict]:
     it["L"] = round(sum(runs), 3)
     it["rep"] += 1
     passed = it["L"] <= -1.0
-    if passed and may_hide_a_flapper(st):
-        # a flapping node passes whenever its flap is off: one pass does not vouch for a rest that may hold one
-        if it["rep"] < PASSES_IF_A_FLAPPER_MAY_HIDE:
+    if may_hide_a_flapper(st):
+        passed = _passes_run_by_run(runs)
+        if passed is None:
             return [it]
-        passed = max(runs) < STRONG  # and a run that failed outright is not outweighed by the passes beside it
     if passed:
         vouch(ctx, it["s"])
         if _under_threshold(ctx, it["eo"]):
@@ -439,6 +438,19 @@ def _result_v(ctx: Ctx, it: dict) -> list[dict]:
         return [it]
     st["restarts"] = st.get("restarts", 0) + 1
     return [_k(ctx, it["s"], [o_v], L=it["L"])]
+
+
+def _passes_run_by_run(runs: list[float]) -> bool | None:
+    """A final check that a flapping node may pass: judged run by run, not on the sum of its runs' evidence, which
+    one clean pass outweighs (a run at 1.03 against two at 0.78, each of which alone might be a dip; at N = 256
+    this handed flappers back). It passes after PASSES_IF_A_FLAPPER_MAY_HIDE passing runs with at most one failing
+    run beside them (one dip is likely enough, two are not), fails on a second failing run, on one that failed
+    outright (STRONG) or when the passes do not come within two extra runs; None: run it again."""
+    passes = sum(1 for x in runs if x <= -1.0)
+    fails = sum(1 for x in runs if x > 0.0)
+    if max(runs) >= STRONG or fails >= 2 or len(runs) > PASSES_IF_A_FLAPPER_MAY_HIDE + 2:
+        return False
+    return True if passes >= PASSES_IF_A_FLAPPER_MAY_HIDE else None
 
 
 def may_hide_a_flapper(st: dict) -> bool:
