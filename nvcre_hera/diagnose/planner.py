@@ -140,10 +140,10 @@ def round_budget(state: dict, config: dict) -> int:
     findings took: each finding (an accused node, an infrastructure fault) adds twice `probe.link_rounds`, one
     more link's probe at this size and as many again to reach it (the failing final check, the new split, its
     pairing rounds; with once, the second of two links at 1024 nodes was cut off in 6 of 60 trials), up to
-    BUDGET_CAP times the base, so the wait stays bounded. A probe narrowing a union that failed (or checking the pair it narrowed
-    to) is a finding under way: while it is open it adds one probe's rounds, so that it is not cut off a few rounds
-    short of the link (at N = 4096, 3 of 100 single links were, after a dip had cost the search a detour). The
-    near-miss phase's rounds (screens.py) are its own, not taken from the search's."""
+    BUDGET_CAP times the base, so the wait stays bounded. A probe narrowing a union that failed (or checking the
+    pair it narrowed to) is a finding under way: while it is open it adds one probe's rounds, so that it is not cut
+    off a few rounds short of the link (at N = 4096, 3 of 100 single links were, after a dip had cost the search a
+    detour). The near-miss phase's rounds (screens.py) are its own, not taken from the search's."""
     base = int(config.get("maxRounds") or ROUND_BUDGET)
     findings = len(state["acc"]) + len(state["infra"])
     under_way = sum(1 for w in state.get("work") or [] if probe.under_way(w))
