@@ -12,6 +12,7 @@ import yaml
 
 from nvcre_hera.cli import main as cli_main
 from nvcre_hera.sim.cluster import load_sim_cluster
+from nvcre_hera.steps import screen_values
 from test_steps import CLUSTERS, MIXED, discover, plan_for, step
 
 DIAGNOSE = ("[{domain: communication, variant: nccl-all-reduce, "
@@ -70,7 +71,7 @@ class Screens:
         result, _ = self.run(node, kind)
         assert result["status"] == "ok" and result["jobs"] == result["deleted"] == 1, result
         assert result["kind"] == kind  # the plan step leaves screens out of what the thresholds judge
-        return float(result["values"][0])
+        return float(screen_values.unpack(result["values"])[0])
 
 
 def test_the_setup_names_the_screens_for_an_nccl_category():
@@ -167,8 +168,9 @@ def test_a_batch_runs_one_single_node_job_per_node_all_at_once():
     took = screens.cluster.now() - t0
     (result,) = json.loads(files["metrics"])
     repeats = int(screens.plan["categories"][0]["options"].get("repeatCount") or 1)
-    assert code == 0 and result["status"] == "ok" and len(result["values"]) == 2
-    assert all(v > 400 for v in result["values"])
+    values = screen_values.unpack(result["values"])  # packed as it travels the Workflow
+    assert code == 0 and result["status"] == "ok" and result["values"].startswith(screen_values.PREFIX)
+    assert len(values) == 2 and all(v > 400 for v in values)
     assert result["jobs"] == result["deleted"] == 2 * repeats and screens.cluster.jobs_alive() == 0
     nodes = [json.loads(m["metadata"]["annotations"]["nvcre-hera.dev/test-spec"])["nodes"] for m in screens.manifests]
     assert nodes[:2] == [["gpu-node-01"], ["gpu-node-02"]]

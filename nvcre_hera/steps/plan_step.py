@@ -12,9 +12,11 @@ import os
 from typing import Any, Callable
 
 from nvcre_hera.cluster.base import Cluster
+from nvcre_hera.diagnose import near_miss_pack
 from nvcre_hera.diagnose.nodesets import from_nodes, to_nodes
 from nvcre_hera.diagnose.planner import plan
 from nvcre_hera.nodeindex import resolve
+from nvcre_hera.steps import screen_values
 from nvcre_hera.steps.io import Outputs, flatten_runs
 
 
@@ -25,13 +27,20 @@ NAMES_MAX = 64  # names the history sends in all: release groups first, then the
 
 
 def compact_results(aggregated: Any) -> list[dict]:
-    """The planner's results: one per test (the run step already folded its repeats into the worst of them)."""
-    return [{"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"), "status": run.get("status", "failed"),
-             **({"reasons": run["reasons"]} if run.get("reasons") else {}),
-             # a screen batch: one value per node, and the reasons of the nodes whose job failed
-             **({"values": run["values"]} if isinstance(run.get("values"), list) else {}),
-             **({"why": run["why"]} if run.get("why") else {})}
-            for run in flatten_runs(aggregated) if "id" in run]
+    """The planner's results: one per test (the run step already folded its repeats into the worst of them).
+    A screen batch's values arrive packed (steps/screen_values.py); values that do not decode are left out, so the
+    planner takes the batch as one that sent nothing back."""
+    out = []
+    for run in flatten_runs(aggregated):
+        if "id" not in run:
+            continue
+        values = screen_values.unpack(run["values"]) if "values" in run else None
+        out.append({"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"),
+                    "status": run.get("status", "failed"), **({"reasons": run["reasons"]} if run.get("reasons") else {}),
+                    # a screen batch: one value per node, and the reasons of the nodes whose job failed
+                    **({"values": values} if values is not None else {}),
+                    **({"why": run["why"]} if run.get("why") else {})})
+    return out
 
 
 def with_missing(results: list[dict], issued: list[str]) -> list[dict]:
@@ -166,10 +175,23 @@ def _reading(clock: Callable[[], Any] | None) -> float | None:
 STATE_PREFIX = "nvcre-gz1:"
 
 
+def _screens(state: dict) -> dict | None:
+    sc = (state.get("planner") or {}).get("sc") if isinstance(state.get("planner"), dict) else None
+    return sc if isinstance(sc, dict) else None
+
+
+def _with_screens(state: dict, sc: dict) -> dict:
+    return {**state, "planner": {**state["planner"], "sc": sc}}
+
+
 def pack_state(state: dict) -> str:
-    """The carried state as the JSON string `"nvcre-gz1:<base64 of gzip of its JSON>"`. Argo stores it at least three
-    times a round (the plan's output, the next round's input, its plan's input): at 4096 nodes in 10 rounds that was
-    150 KiB of the 256 KiB budget as plain JSON, and the range lists it holds compress about 2x."""
+    """The carried state as the JSON string `"nvcre-gz1:<base64 of gzip of its JSON>"`. Argo stores it five times a
+    round (the plan pod's output and its Retry parent's, the next level's input, the next plan pod's and its Retry
+    parent's): at 4096 nodes in 10 rounds that was 150 KiB of the 256 KiB budget as plain JSON, and the range lists
+    it holds compress about 2x. The screens' near-miss record goes by columns (`near_miss_pack`: about half)."""
+    sc = _screens(state)
+    if sc and sc.get("nm"):
+        state = _with_screens(state, {**{k: v for k, v in sc.items() if k != "nm"}, "nmc": near_miss_pack.pack(sc["nm"])})
     raw = json.dumps(state, separators=(",", ":"), sort_keys=True).encode()
     return json.dumps(STATE_PREFIX + base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode())
 
@@ -187,6 +209,13 @@ def unpack_state(state: Any) -> dict:
         except (ValueError, OSError, EOFError) as exc:
             raise ValueError(f"the diagnose state does not decode: {exc}") from None
         if isinstance(value, dict):
+            sc = _screens(value)
+            if sc and "nmc" in sc:
+                try:
+                    nm = near_miss_pack.unpack(sc["nmc"])
+                except ValueError as exc:
+                    raise ValueError(f"the diagnose state does not decode: {exc}") from None
+                value = _with_screens(value, {**{k: v for k, v in sc.items() if k != "nmc"}, "nm": nm})
             return value
     raise ValueError(f"the diagnose state is not one this plan step wrote: {str(state)[:60]!r}")
 

@@ -22,6 +22,7 @@ from nvcre_hera.report.bundle import encode_gpu_results
 from nvcre_hera.steps.io import Outputs
 from nvcre_hera.steps.metric_outputs import run_outputs
 from nvcre_hera.steps.screen import UnknownScreen, screen_category
+from nvcre_hera.steps import screen_values
 from nvcre_hera.threshold_select import threshold_metrics
 from nvcre_hera.units import parse_duration
 
@@ -318,7 +319,7 @@ def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx
         raise
     values = [None if w is None else round(w, 1) for w in worst]
     log(f"run: {kind} screens {base['id']}: {sum(v is not None for v in values)} of {len(values)} node(s) measured")
-    out.write("metrics", [{**base, "status": "ok", "values": values, **({"why": why} if why else {}),
+    out.write("metrics", [{**base, "status": "ok", "values": screen_values.pack(values), **({"why": why} if why else {}),
                            **({"leftover": leftover} if leftover else {})}])
     return 0
 
