@@ -45,6 +45,8 @@ class ArgoRun:
     exit_handler_phase: str | None = None
     uid: str = ""
     compressed_nodes: bool = False  # over MAX_WORKFLOW_SIZE, the controller gzipped status.nodes (packer.go)
+    stored_parameter_bytes: int = 0  # every node's input and output parameter values and result, as stored
+    object_bytes: int = 0  # the Workflow object as the API server returned it, compact JSON
 
     def nodes_of(self, template: str) -> list[ArgoNode]:
         return [n for n in self.nodes.values() if n.template == template]
@@ -105,7 +107,21 @@ def to_run(wf: dict, started: float) -> ArgoRun:
                    nodes=nodes, wall_time_s=time.monotonic() - started,
                    pods_started=sum(1 for n in nodes.values() if n.type == "Pod"),
                    exit_handler_phase=exit_nodes[0].phase if exit_nodes else None, uid=wf["metadata"].get("uid", ""),
-                   compressed_nodes=bool(status.get("compressedNodes")))
+                   compressed_nodes=bool(status.get("compressedNodes")),
+                   stored_parameter_bytes=stored_parameter_bytes(wf),
+                   object_bytes=len(json.dumps(wf, separators=(",", ":")).encode()))
+
+
+def stored_parameter_bytes(wf: dict) -> int:
+    """Bytes of the parameter values the controller keeps in the Workflow's nodes (decompressed when it gzipped
+    them): every node's inputs and outputs and its result, as the local executor counts them
+    (executor/model.py `NodeStatus.stored_bytes`), so the two engines' figures compare."""
+    total = 0
+    for node in workflow_nodes(wf).values():
+        for part in ("inputs", "outputs"):
+            total += sum(len(str(p.get("value", "")).encode()) for p in (node.get(part) or {}).get("parameters") or [])
+        total += len(str((node.get("outputs") or {}).get("result") or "").encode())
+    return total
 
 
 def run_argo(cert_path: str, cluster_path: str | None = None, *, step_image: str | None = None,
@@ -156,8 +172,8 @@ def run_argo(cert_path: str, cluster_path: str | None = None, *, step_image: str
             "simulatedWallTimeSec": sim.get("simulatedSeconds"), "realWallTimeSec": round(run.wall_time_s, 1),
             "podsStarted": run.pods_started, "jobObjectsCreated": sim.get("jobObjectsCreated"),
             "jobObjectsLeftBehind": sim.get("jobObjectsLeftBehind"),
-            "storedParameterBytes": sum(len(v) for n in run.nodes.values()
-                                        for v in (n.outputs.get("parameters") or {}).values()),
+            "storedParameterBytes": run.stored_parameter_bytes, "workflowObjectBytes": run.object_bytes,
+            "nodesCompressed": run.compressed_nodes,
         }
     return LocalRun(workflow=workflow, run=run, report=report, cluster=sim)
 
@@ -170,5 +186,5 @@ def sim_record(state_dir: Path, workflow: str) -> dict:
         return {}
 
 
-__all__ = ["ArgoNode", "ArgoRun", "create_workflow", "run_argo", "watch",
+__all__ = ["ArgoNode", "ArgoRun", "create_workflow", "run_argo", "stored_parameter_bytes", "watch",
            "with_sim_cluster"]

@@ -26,3 +26,18 @@ def test_compressed_nodes() -> None:
 def test_no_judge_no_report() -> None:
     assert report_of({"status": {}}) is None
     assert report_of({"status": {"nodes": {"x": {**JUDGE, "templateName": "discover"}}}}) is None
+
+
+def test_stored_parameter_bytes_counts_inputs_outputs_and_results_compressed_or_not() -> None:
+    """What the controller keeps of every node's parameters, counted by hand: the same figure the local executor
+    reports (executor/model.py NodeStatus.stored_bytes), whether or not the nodes were compressed."""
+    from nvcre_hera.argo_run import stored_parameter_bytes
+
+    plan = {"id": "wf-2", "name": "wf.plan", "templateName": "plan", "phase": "Succeeded",
+            "inputs": {"parameters": [{"name": "state", "value": "abc"}, {"name": "setup", "value": "é"}]},
+            "outputs": {"parameters": [{"name": "next", "value": "[0]"}], "result": "ok"}}
+    nodes = {"wf-1": JUDGE, "wf-2": plan, "wf-3": {"id": "wf-3", "type": "DAG"}}
+    by_hand = len('{"result": "FAILED"}') + 3 + 2 + 3 + 2  # "é" is two bytes, as etcd stores it
+    assert stored_parameter_bytes({"status": {"nodes": nodes}}) == by_hand
+    packed = base64.b64encode(gzip.compress(json.dumps(nodes).encode())).decode()
+    assert stored_parameter_bytes({"status": {"compressedNodes": packed}}) == by_hand
