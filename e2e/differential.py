@@ -38,6 +38,8 @@ class Case:
     compare: bool = True  # False: Argo-only path, checked against `expect`
     action: str | None = None  # stop | terminate (through the API, as the CLI does)
     expect: dict | None = None
+    stored_goal: int | None = None  # bytes of parameters the controller may keep (the scale goal), None: no goal
+    large: bool = False  # a run of minutes: started first, so it does not set the tail
 
 
 def _judge_breaks(wf: dict) -> dict:
@@ -77,6 +79,7 @@ def cases() -> list[Case]:
     for run, cluster in (("nccl-all-reduce", "healthy-h100-16"), ("nccl-all-reduce", "slow-nic"),
                          ("my-workload", "healthy-h100-16")):  # WorkloadRun, NVCRE's one-workload kind
         out.append(Case(f"workloadrun-{run}@{cluster}", f"examples/workloadruns/{run}.yaml", c(cluster)))
+    out += scale_cases()
     out += [
         Case("intra-node@256-nodes", "examples/certifications/intra-node.yaml", big),
         Case("intra-node@step-crash", "examples/certifications/intra-node.yaml", c("step-crash")),
@@ -87,7 +90,36 @@ def cases() -> list[Case]:
              action="Stop", expect={"phase": "Failed", "exitHandler": "Succeeded"}),
         Case("full-scale@terminate", "examples/certifications/full-scale.yaml", c("healthy-h100-16"), compare=False,
              action="Terminate", expect={"phase": "Failed", "exitHandler": None}),
+        # the same two endings in the middle of a diagnose's recursion (at its first screen batch): Argo's phases
+        # and exit handler as documented, no job object left. The pod runner runs a step at once and holds its pod
+        # for the simulated duration, so the batch's jobs were already deleted when the SIGTERM came: deleting live
+        # jobs on a SIGTERM is tests/e2e/test_step_termination.py's
+        Case("diagnose@stop", diag, c("two-faulty-64"), compare=False,
+             action="Stop", expect={"phase": "Failed", "exitHandler": "Succeeded"}),
+        Case("diagnose@terminate", diag, c("two-faulty-64"), compare=False,
+             action="Terminate", expect={"phase": "Failed", "exitHandler": None}),
     ]
+    return out
+
+
+def scale_cases() -> list[Case]:
+    """bench/bench_diagnose_scale.py's runs on the real controller: 4096 nodes (screens off above 1024), where the
+    issue's goal is 256 KiB of stored parameters, and 1024 nodes with screens, where the example's floor keeps the
+    diagnose going 17 rounds or so and the Workflow passes Argo's 1 MiB, so the controller compresses its nodes
+    (argo-workflows v4.0.5 workflow/packer/packer.go L64-99): both engines must still reach the same verdict."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_diagnose_scale as scale
+
+    where = OUT / "clusters"
+    where.mkdir(parents=True, exist_ok=True)
+    out = []
+    for nodes in (scale.NODES, 1024):
+        cluster = scale.cluster_file(str(where), nodes)
+        for _label, floor, _held in scale.SCENARIOS:
+            cert = scale.certification_file(str(where), floor)
+            name = f"diagnose@{nodes}-nodes" + (f"-floor-{floor}" if floor else "")
+            out.append(Case(name, cert, cluster,  # absolute paths: ROOT / an absolute path is that path
+                            stored_goal=scale.BYTES_GOAL if nodes == scale.NODES else None, large=True))
     return out
 
 
@@ -156,7 +188,7 @@ def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
            "realSeconds": round(time.monotonic() - t0, 1), "hung": argo.run.phase == "Running",
            "jobObjectsLeftBehind": sim.get("jobObjectsLeftBehind"), "result": got.get("result"),
            "podNodes": len(got.get("pods") or {}), "nodesCompressed": argo.run.compressed_nodes,
-           "storedParameterBytes": ((argo.report or {}).get("execution") or {}).get("storedParameterBytes"),
+           "storedParameterBytes": argo.run.stored_parameter_bytes, "workflowObjectBytes": argo.run.object_bytes,
            "disagreements": []}
     if case.compare:
         def same_identity(wf: dict) -> dict:
@@ -171,8 +203,12 @@ def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
         want = summary_of(local.run, local.report)
         row["disagreements"] = diff(want, got)
         row["localPhase"] = local.run.phase
+        row["localStoredParameterBytes"] = local.run.parameter_bytes
     else:
         row["disagreements"] = diff(case.expect or {}, {k: got.get(k) for k in (case.expect or {})})
+    if case.stored_goal is not None and row["storedParameterBytes"] > case.stored_goal:
+        row["disagreements"].append(f"the controller stores {row['storedParameterBytes'] / 1024:.0f} KiB of "
+                                    f"parameters, over the {case.stored_goal / 1024:.0f} KiB scale goal")
     if row["jobObjectsLeftBehind"] is None:  # fail closed: no record of the jobs is no proof that none are left
         row["disagreements"].append("no record of the job objects this run created and deleted")
     mark = "ok " if not row["disagreements"] and not row["hung"] else "BAD"
@@ -200,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         with lock:
             print(line, flush=True)
 
-    todo = _interleaved([c for c in cases() if args.only in c.name])
+    todo = sorted(_interleaved([c for c in cases() if args.only in c.name]), key=lambda c: not c.large)
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         scenarios = [] if args.only else [pool.submit(scenario_cron, state),
                                           pool.submit(scenario_submit, state, True),
@@ -221,7 +257,12 @@ def main(argv: list[str] | None = None) -> int:
         "casesDisagreeing": [r["case"] for r in rows if r["disagreements"]],
         "hung": sum(1 for r in rows if r["hung"]),
         "leftBehind": sum(int(r.get("jobObjectsLeftBehind") or 0) for r in rows),
-        "forbidden403": forbidden, "seconds": round(time.monotonic() - t0, 1), "cases": rows,
+        "forbidden403": forbidden, "seconds": round(time.monotonic() - t0, 1),
+        "largestWorkflow": max(({"case": r["case"], "objectBytes": r["workflowObjectBytes"],
+                                 "storedParameterBytes": r["storedParameterBytes"],
+                                 "nodesCompressed": r["nodesCompressed"]} for r in rows if r.get("workflowObjectBytes")),
+                               key=lambda r: r["objectBytes"], default=None),
+        "cases": rows,
     }
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -229,6 +270,15 @@ def main(argv: list[str] | None = None) -> int:
     line = (f"e2e: {summary['workflows']} workflows on Argo {summary['argoVersion']}, {summary['disagreements']} "
             f"disagreements, {summary['hung']} hung, {summary['leftBehind']} left behind, {forbidden} 403s "
             f"({summary['seconds']:.0f} s)")
+    scaled = [r for r in rows if r["case"].startswith("diagnose@") and "-nodes" in r["case"]
+              and r.get("storedParameterBytes") is not None]
+    big = summary["largestWorkflow"]
+    if scaled:
+        line += ("\ne2e: stored parameters on the controller: "
+                 + ", ".join(f"{r['case']} {r['storedParameterBytes'] / 1024:.0f} KiB" for r in scaled)
+                 + " (goal at 4096 nodes: <= 256 KiB)"
+                 + (f"; largest Workflow {big['case']} {big['objectBytes'] / 1024:.0f} KiB"
+                    + (", its nodes compressed by the controller" if big["nodesCompressed"] else "") if big else ""))
     (OUT / "summary.txt").write_text(line + "\n")  # make e2e prints it again last, after the control plane is down
     print(line, flush=True)
     return 0 if ok else 1
