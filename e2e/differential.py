@@ -181,7 +181,7 @@ def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
                                            {"spec": {"shutdown": how}})
 
     argo = run_argo(str(ROOT / case.cert), case.cluster, state_dir=state_dir, mutate=_own_mutex(case),
-                    timeout_s=900, on_node=on_node, scale=SCALE)
+                    timeout_s=1800 if case.large else 900, on_node=on_node, scale=SCALE)
     got = summary_of(argo.run, argo.report)
     sim = argo.cluster if isinstance(argo.cluster, dict) else {}
     row = {"case": case.name, "workflow": argo.run.name, "argoPhase": argo.run.phase,
@@ -260,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
         "forbidden403": forbidden, "seconds": round(time.monotonic() - t0, 1),
         "largestWorkflow": max(({"case": r["case"], "objectBytes": r["workflowObjectBytes"],
                                  "storedParameterBytes": r["storedParameterBytes"],
-                                 "nodesCompressed": r["nodesCompressed"]} for r in rows if r.get("workflowObjectBytes")),
+                                 "nodesCompressed": r["nodesCompressed"]}
+                                for r in rows if r.get("workflowObjectBytes")),
                                key=lambda r: r["objectBytes"], default=None),
         "cases": rows,
     }

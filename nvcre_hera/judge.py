@@ -569,13 +569,19 @@ def _round_history(history: dict, node_count: Any) -> dict:
     return out
 
 
+#: an unresolved group of near misses (diagnose/screens.py `hold_undecided`)
+UNDECIDED_MESSAGE = ("their single-node screens read low more than once, but the near-miss test ran out of rounds "
+                     "before it could accuse or clear them: held, not released (re-test these nodes on their own)")
+
+
 def _add_diagnose(entry: dict, verdict: dict) -> None:
     """Diagnose's verdict: suspects are blamed through their groups; an infrastructure fault (a link or switch
     between nodes that pass on their own) fails the category without blaming either node."""
     stats = verdict.get("stats") or {}
     faults = list(verdict.get("infrastructureFaults") or [])
     unresolved = [{"nodeCount": int(g.get("nodeCount", len(g.get("nodes") or []))),
-                   "nodes": [str(n) for n in g.get("nodes") or []]} for g in verdict.get("unresolved") or []]
+                   "nodes": [str(n) for n in g.get("nodes") or []], **({"why": str(g["why"])} if g.get("why") else {})}
+                  for g in verdict.get("unresolved") or []]
     entry["diagnose"] = {"suspects": list(verdict.get("suspects") or []), "infrastructureFaults": faults,
                          "unresolved": unresolved,
                          "jobs": stats.get("jobs"), "rounds": stats.get("rounds"),
@@ -604,7 +610,8 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
             "name": f"unresolved ({group['nodeCount']} nodes)", "nodeCount": group["nodeCount"],
             "nodes": group["nodes"],
             "reason": "Unresolved", "failureLog": "", "blamedNodes": [],
-            "message": "diagnose could not narrow this group down: its tests failed but no single node or link "
+            "message": UNDECIDED_MESSAGE if group.get("why") == "screens-undecided" else
+                       "diagnose could not narrow this group down: its tests failed but no single node or link "
                        "explains it (a deficit shared by all of them, e.g. the fabric or the threshold)"
                        + ("; or the diagnose stopped at its round budget before it did" if cut else "")})
     reasons = (["InfrastructureFault"] if faults else []) + (["Unresolved"] if unresolved else [])

@@ -160,6 +160,7 @@ def _answer(ctx: Ctx, tests: list[dict]) -> dict:
         st["done"] = True
         st["work"] = []
         _below_floor(ctx)
+        screens.hold_undecided(st)
     return {
         "state": st,
         "tests": tests,
@@ -167,6 +168,9 @@ def _answer(ctx: Ctx, tests: list[dict]) -> dict:
         "suspects": suspects(st),
         "infrastructureFaults": [{"between": f["between"], "evidence": f["evidence"]} for f in st["infra"]],
         "unresolved": [ns.to_nodes(u) for u in st["unres"]],
+        # why a group is unresolved, where it is not the default (a failing group nothing explains)
+        **({"unresolvedWhy": [st["unresWhy"].get(str(i)) for i in range(len(st["unres"]))]}
+           if st.get("unresWhy") else {}),
         "stats": {"jobs": st["jobs"], "rounds": st["round"], "nodeMinutes": round(st["nm"], 1),
                   **({"stoppedAtRoundBudget": True} if st.get("cut") else {})},
         "history": history.summary(st),

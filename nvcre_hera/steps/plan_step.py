@@ -36,7 +36,8 @@ def compact_results(aggregated: Any) -> list[dict]:
             continue
         values = screen_values.unpack(run["values"]) if "values" in run else None
         out.append({"id": run["id"], "busBandwidthGBps": run.get("busBandwidthGBps"),
-                    "status": run.get("status", "failed"), **({"reasons": run["reasons"]} if run.get("reasons") else {}),
+                    "status": run.get("status", "failed"),
+                    **({"reasons": run["reasons"]} if run.get("reasons") else {}),
                     # a screen batch: one value per node, and the reasons of the nodes whose job failed
                     **({"values": values} if values is not None else {}),
                     **({"why": run["why"]} if run.get("why") else {})})
@@ -158,8 +159,9 @@ def named_verdict(answer: dict, setup: dict, cluster: Cluster) -> dict:
         "infrastructureFaults": [{**f, "between": named(f.get("between") or [])} for f in faults],
         # groups that failed with nothing found to blame: reported, so they can never read as a pass (names of
         # the first nodes only: the verdict travels up every level of the recursion)
-        "unresolved": [{"nodeCount": len(group), "nodes": named(group[:UNRESOLVED_NAMES])}
-                       for group in unresolved],
+        "unresolved": [{"nodeCount": len(group), "nodes": named(group[:UNRESOLVED_NAMES]),
+                        **({"why": why} if why else {})}  # a group of near misses the screens could not decide
+                       for group, why in zip(unresolved, answer.get("unresolvedWhy") or [None] * len(unresolved))],
         "stats": answer.get("stats") or {},
         "nodeCount": setup["config"].get("nodeCount"),
         "history": compact_history(answer, names),
@@ -191,7 +193,8 @@ def pack_state(state: dict) -> str:
     it holds compress about 2x. The screens' near-miss record goes by columns (`near_miss_pack`: about half)."""
     sc = _screens(state)
     if sc and sc.get("nm"):
-        state = _with_screens(state, {**{k: v for k, v in sc.items() if k != "nm"}, "nmc": near_miss_pack.pack(sc["nm"])})
+        by_columns = {**{k: v for k, v in sc.items() if k != "nm"}, "nmc": near_miss_pack.pack(sc["nm"])}
+        state = _with_screens(state, by_columns)
     raw = json.dumps(state, separators=(",", ":"), sort_keys=True).encode()
     return json.dumps(STATE_PREFIX + base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode())
 

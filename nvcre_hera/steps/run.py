@@ -319,7 +319,8 @@ def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx
         raise
     values = [None if w is None else round(w, 1) for w in worst]
     log(f"run: {kind} screens {base['id']}: {sum(v is not None for v in values)} of {len(values)} node(s) measured")
-    out.write("metrics", [{**base, "status": "ok", "values": screen_values.pack(values), **({"why": why} if why else {}),
+    out.write("metrics", [{**base, "status": "ok", "values": screen_values.pack(values),
+                           **({"why": why} if why else {}),
                            **({"leftover": leftover} if leftover else {})}])
     return 0
 
