@@ -6,7 +6,9 @@ that made it (issue 11's ≤ 1 % target; docs/diagnose-screens.md).
 A trial is `nvcre bench diagnose --faults 0 --noise 0.05 --dip 0.05 --strategies screened`'s: a healthy cluster
 whose full-group run was a transient dip, σ 5 % and 5 % dips, the planner told neither. An accusation is the
 screens' lows in a row (`sk` in the planner's record), their near-miss test (`nm`), or the `adaptive` search
-after the hand-over (neither). A measurement: it checks no target.
+after the hand-over (neither). Also counted: `held`, the trials whose verdict holds a healthy node back, unaccused,
+as a near miss the screens could not decide (`screens.hold_undecided`: not an accusation, but not handed back).
+A measurement: it checks no target.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import random
 
 from nvcre_hera.diagnose.bench import kind_oracle, planner_config
 from nvcre_hera.diagnose.oracle import run
+from nvcre_hera.diagnose.screens import UNDECIDED
 
 NOISE, DIP = 0.05, 0.05
 
@@ -26,7 +29,7 @@ def source(record: dict) -> str:
 
 
 def trials(nodes: int, count: int, seed: int) -> dict:
-    out = {"nodes": nodes, "trials": count, "accused": 0, "screens": 0, "near-miss": 0, "search": 0}
+    out = {"nodes": nodes, "trials": count, "accused": 0, "screens": 0, "near-miss": 0, "search": 0, "held": 0}
     for s in range(seed, seed + count):
         oracle, _bad = kind_oracle(nodes, 0, "slow-nic", 0.8, NOISE, random.Random(s), DIP)
         rng = random.Random(s * 7919 + 17)  # the bench's stream, so a trial here is that trial
@@ -34,9 +37,11 @@ def trials(nodes: int, count: int, seed: int) -> dict:
         final = run(oracle, planner_config("screened", nodes, 8, s), rng, full=full).final
         acc = final["state"]["acc"]
         out["accused"] += bool(acc)
+        out["held"] += UNDECIDED in (final.get("unresolvedWhy") or [])
         for name in {source(a) for a in acc}:
             out[name] += 1
     out["accusedRate"] = round(out["accused"] / max(count, 1), 4)
+    out["heldRate"] = round(out["held"] / max(count, 1), 4)
     return out
 
 
