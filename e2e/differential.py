@@ -190,7 +190,7 @@ def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
            "jobObjectsLeftBehind": sim.get("jobObjectsLeftBehind"), "result": got.get("result"),
            "podNodes": len(got.get("pods") or {}), "nodesCompressed": argo.run.compressed_nodes,
            "storedParameterBytes": argo.run.stored_parameter_bytes, "workflowObjectBytes": argo.run.object_bytes,
-           "disagreements": []}
+           "scale": case.large, "disagreements": []}
     if case.compare:
         def same_identity(wf: dict) -> dict:
             # the simulator draws each job's noise and faults from its name, which hashes the workflow's uid:
@@ -272,8 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     line = (f"e2e: {summary['workflows']} workflows on Argo {summary['argoVersion']}, {summary['disagreements']} "
             f"disagreements, {summary['hung']} hung, {summary['leftBehind']} left behind, {forbidden} 403s "
             f"({summary['seconds']:.0f} s)")
-    scaled = [r for r in rows if r["case"].startswith("diagnose@") and "-nodes" in r["case"]
-              and r.get("storedParameterBytes") is not None]
+    scaled = [r for r in rows if r.get("scale")]
     big = summary["largestWorkflow"]
     if scaled:
         line += ("\ne2e: stored parameters on the controller: "

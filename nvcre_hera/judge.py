@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from nvcre_hera.diagnose.screens import UNDECIDED
 from nvcre_hera.fleet import MIN_FLEET, FleetStats, fleet_stats
 from nvcre_hera.thresholds import compile_threshold, evaluate
 
@@ -610,7 +611,7 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
             "name": f"unresolved ({group['nodeCount']} nodes)", "nodeCount": group["nodeCount"],
             "nodes": group["nodes"],
             "reason": "Unresolved", "failureLog": "", "blamedNodes": [],
-            "message": UNDECIDED_MESSAGE if group.get("why") == "screens-undecided" else
+            "message": UNDECIDED_MESSAGE if group.get("why") == UNDECIDED else
                        "diagnose could not narrow this group down: its tests failed but no single node or link "
                        "explains it (a deficit shared by all of them, e.g. the fabric or the threshold)"
                        + ("; or the diagnose stopped at its round budget before it did" if cut else "")})

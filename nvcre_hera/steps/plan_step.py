@@ -178,7 +178,8 @@ STATE_PREFIX = "nvcre-gz1:"
 
 
 def _screens(state: dict) -> dict | None:
-    sc = (state.get("planner") or {}).get("sc") if isinstance(state.get("planner"), dict) else None
+    planner = state.get("planner")
+    sc = planner.get("sc") if isinstance(planner, dict) else None
     return sc if isinstance(sc, dict) else None
 
 
