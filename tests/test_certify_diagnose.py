@@ -107,3 +107,27 @@ def test_diagnose_jobs_run_one_large_size_briefly():
     cmd = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
     assert cmd[cmd.index("-b") + 1] == cmd[cmd.index("-e") + 1] == str(4 << 30)
     assert cmd[cmd.index("-n") + 1] == "20" and cmd[cmd.index("-N") + 1] == "1"
+
+
+def _judged_with(verdict: str):
+    """The compiled workflow with the judge's diagnose input replaced by `verdict` (the certify DAG's argument)."""
+    def mutate(wf: dict) -> dict:
+        certify = next(t for t in wf["spec"]["templates"] if t["name"] == "certify")
+        judge = next(t for t in certify["dag"]["tasks"] if t["name"] == "judge")
+        for p in judge["arguments"]["parameters"]:
+            if p["name"] == "results-0":
+                p["value"] = verdict
+        return wf
+    return mutate
+
+
+@pytest.mark.parametrize("verdict", ['{"packed": "nvcre-gz1:AAAA"}', '{"packed": "nvcre-gz1:!!"}', '{"packed": 7}',
+                                     '{}'])
+def test_a_verdict_that_does_not_decode_is_no_pass(verdict: str):
+    """The verdict travels up the recursion packed (steps/packed_json.py); on a healthy cluster, which passes when
+    the verdict arrives (test_healthy_cluster_passes_without_suspects), one that does not decode is no verdict: the
+    certification does not pass."""
+    local = run_local(CERT, str(ROOT / "examples" / "clusters" / "healthy-h100-16.yaml"), mutate=_judged_with(verdict))
+    (category,) = local.report["categories"]
+    assert local.report["result"] == "FAILED" and category["failureReason"] == "WorkloadFailed"
+    assert "diagnose" not in category

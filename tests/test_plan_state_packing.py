@@ -11,6 +11,7 @@ import random
 import pytest
 
 from nvcre_hera.diagnose import near_miss_pack
+from nvcre_hera.steps import packed_json
 from nvcre_hera.steps.plan_step import STATE_PREFIX, pack_state, unpack_state
 
 
@@ -120,3 +121,22 @@ def test_the_planner_decides_the_same_whether_its_state_goes_by_columns_or_as_pl
             traces.append((trace.rounds, trace.final))
         assert traces[0] == traces[1], seed
     assert near_misses_seen  # the record was there to pack
+
+
+# --- the verdict goes up the recursion wrapped (nvcre_hera/steps/packed_json.py) --------------------------------
+
+def test_a_wrapped_verdict_is_an_object_that_comes_back_the_same() -> None:
+    verdict = {"suspects": [{"node": "gpu-node-0777"}], "unresolved": [{"nodes": [f"gpu-node-{i:04d}" for i in
+                                                                                range(64)]}], "stats": {"rounds": 9}}
+    wrapped = packed_json.wrap(verdict)
+    # an object, so that Argo parses it in a fan-out's aggregated output (a JSON string would gain quotes a level)
+    assert isinstance(json.loads(json.dumps(wrapped)), dict) and list(wrapped) == ["packed"]
+    assert packed_json.unwrap(json.loads(json.dumps(wrapped))) == verdict
+    assert len(json.dumps(wrapped)) < len(json.dumps(verdict)) / 2
+    assert packed_json.unwrap({}) == {} and packed_json.unwrap({"stats": {}}) == {"stats": {}}  # not wrapped
+
+
+@pytest.mark.parametrize("bad", ["nvcre-gz1:!!!", "nvcre-gz1:AAAA", "plain", 7, None])
+def test_a_wrapper_that_does_not_decode_is_an_error(bad: object) -> None:
+    with pytest.raises(ValueError):
+        packed_json.unwrap({"packed": bad})

@@ -5,8 +5,6 @@ state, `next` (`[0]` to recurse, `[]` to stop) and, when done, the final verdict
 
 from __future__ import annotations
 
-import base64
-import gzip
 import json
 import os
 from typing import Any, Callable
@@ -16,7 +14,7 @@ from nvcre_hera.diagnose import near_miss_pack
 from nvcre_hera.diagnose.nodesets import from_nodes, to_nodes
 from nvcre_hera.diagnose.planner import plan
 from nvcre_hera.nodeindex import resolve
-from nvcre_hera.steps import screen_values
+from nvcre_hera.steps import packed_json, screen_values
 from nvcre_hera.steps.io import Outputs, flatten_runs
 
 
@@ -174,7 +172,7 @@ def _reading(clock: Callable[[], Any] | None) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-STATE_PREFIX = "nvcre-gz1:"
+STATE_PREFIX = packed_json.PREFIX
 
 
 def _screens(state: dict) -> dict | None:
@@ -196,8 +194,7 @@ def pack_state(state: dict) -> str:
     if sc and sc.get("nm"):
         by_columns = {**{k: v for k, v in sc.items() if k != "nm"}, "nmc": near_miss_pack.pack(sc["nm"])}
         state = _with_screens(state, by_columns)
-    raw = json.dumps(state, separators=(",", ":"), sort_keys=True).encode()
-    return json.dumps(STATE_PREFIX + base64.b64encode(gzip.compress(raw, 9, mtime=0)).decode())
+    return json.dumps(packed_json.pack(state))
 
 
 def unpack_state(state: Any) -> dict:
@@ -207,11 +204,11 @@ def unpack_state(state: Any) -> dict:
         return {}
     if isinstance(state, dict):
         return state
-    if isinstance(state, str) and state.startswith(STATE_PREFIX):
+    if packed_json.is_packed(state):
         try:
-            value = json.loads(gzip.decompress(base64.b64decode(state[len(STATE_PREFIX):], validate=True)))
-        except (ValueError, OSError, EOFError) as exc:
-            raise ValueError(f"the diagnose state does not decode: {exc}") from None
+            value = packed_json.unpack(state)
+        except ValueError as exc:
+            raise ValueError(f"the diagnose state {exc}") from None
         if isinstance(value, dict):
             sc = _screens(value)
             if sc and "nmc" in sc:
@@ -247,8 +244,9 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
                          **({"kind": t["kind"]} if "kind" in t else {}), **({"each": True} if t.get("each") else {})}
                         for t in tests])
     out.write("next", [0] if tests else [])
-    out.write("final", {**named_verdict(answer, setup, cluster), "cleanup": ledger, "measured": seen,
-                        "floor": setup["config"].get("threshold")} if not tests else {})
+    # the verdict is handed up every level of the recursion (compile/diagnose.py FINAL_EXPRESSION): packed
+    out.write("final", packed_json.wrap({**named_verdict(answer, setup, cluster), "cleanup": ledger, "measured": seen,
+                                         "floor": setup["config"].get("threshold")}) if not tests else {})
     stats = answer.get("stats") or {}
     if tests:
         log(f"plan: round {stats.get('rounds', '?')}: {len(tests)} test(s), "

@@ -11,6 +11,7 @@ from typing import Any, Callable
 from nvcre_hera.catalog import plan_entry
 from nvcre_hera.judge import judge
 from nvcre_hera.report.card import describe_evidence, render_card
+from nvcre_hera.steps import packed_json
 from nvcre_hera.steps.io import Outputs, flatten_runs
 from nvcre_hera.steps.metric_outputs import status_outputs
 from nvcre_hera.steps.verdict_outputs import write_outputs
@@ -39,6 +40,14 @@ def _diagnose_metrics(verdict: dict, thresholds: dict) -> dict:
         if m.get("n") and not m.get("missing"):
             out[metric] = _judged_value(expr, float(m["min"]), float(m["max"]))
     return out
+
+
+def _unwrapped(verdict: Any) -> Any:
+    """The verdict as the plan step wrote it (packed, `steps/packed_json.py`); one that does not decode is none."""
+    try:
+        return packed_json.unwrap(verdict)
+    except ValueError:
+        return None
 
 
 def _diagnose_results(verdict: Any, thresholds: dict) -> list[dict] | None:
@@ -84,7 +93,7 @@ def _category_input(cat: dict, disc: dict, summary: dict, results: dict[int, Any
     tested = summary.get("selectedNodes", 0) if share is None else share["selectedNodes"]
     part = disc if share is None else (disc.get("perGpu") or {}).get(gpu) or {}
     if cat["options"]["testScale"] == "diagnose":
-        verdict = results.get(cat["index"])
+        verdict = _unwrapped(results.get(cat["index"]))
         # diagnose runs on the first architecture only (discover); the others say so in their `incomplete`
         first = share is None or share is (summary.get("architectures") or [share])[0]
         flat = _diagnose_results(verdict, thresholds) if first else []
