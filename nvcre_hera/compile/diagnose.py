@@ -1,6 +1,6 @@
 """testScale: diagnose — a recursive DAG that narrows failing nodes down, one planner round per level.
 
-    diagnose-i(setup, state, results):  plan ─► round-i (fan-out over the round's tests) ─► recurse (diagnose-i)
+    diagnose-i(setup, index, state, results):  plan ─► round-i (fan-out over the round's tests) ─► recurse (diagnose-i)
 
 The fan-out sits in its own DAG, `round-i`, whose failed tests do not fail it (`continueOn`) and whose `results`
 output falls back to `[]`: a fan-out aggregates only its Succeeded children, so when every test of a round failed a
@@ -11,6 +11,8 @@ which tests sent nothing and counts them as failed.
 emits the next round; when it has nothing left to test it emits `[]`, the fan-out and the recursive call are
 Skipped ("Skipped, empty params"), and the recursion ends. Each level hands the final verdict up through its
 `results` output: the deepest level takes the plan's, the others unwrap their single recursive child's.
+The test pods get `index` (the setup without the planner's config, `nodeindex.node_index`): all they need to name
+their nodes, at 40 % of the bytes Argo stores once per pod.
 The planner keeps network tests within `maxConcurrent` per round itself, so no Argo-level cap is needed (jobs
 inside one node or NVLink clique do not count against it). Tests name nodes by index (`nvcre_hera.nodeindex`).
 """
@@ -35,21 +37,21 @@ def round_template(cat: ResolvedCategory, test: Container) -> DAG:
     """One round's tests; always Succeeds with a `results` output (the metrics of the tests that sent some)."""
     with DAG(
         name=f"round-{cat.index}",
-        inputs=[Parameter(name=n) for n in ("tests", "setup", "platform", "gpu", "nic")],
+        inputs=[Parameter(name=n) for n in ("tests", "index", "platform", "gpu", "nic")],
         outputs=[Parameter(name="results", value_from=m.ValueFrom(
             parameter="{{tasks.test.outputs.parameters.metrics}}", default="[]"))],
     ) as dag:
         Task(name="test", template=test, with_param="{{inputs.parameters.tests}}", continue_on=CONTINUE,
              arguments={"group": "{{item}}", "platform": "{{inputs.parameters.platform}}",
                         "gpu": "{{inputs.parameters.gpu}}", "nic": "{{inputs.parameters.nic}}",
-                        "setup": "{{inputs.parameters.setup}}"})
+                        "setup": "{{inputs.parameters.index}}"})
     return dag
 
 
 def diagnose_template(cat: ResolvedCategory, plan_step: Container, test: Container) -> DAG:
     i = cat.index
     round_dag = round_template(cat, test)
-    inputs = [Parameter(name=n) for n in ("setup", "state", "results", "platform", "gpu", "nic")]
+    inputs = [Parameter(name=n) for n in ("setup", "index", "state", "results", "platform", "gpu", "nic")]
     with DAG(
         name=f"diagnose-{i}",
         inputs=inputs,
@@ -59,12 +61,13 @@ def diagnose_template(cat: ResolvedCategory, plan_step: Container, test: Contain
             "setup": "{{inputs.parameters.setup}}", "state": "{{inputs.parameters.state}}",
             "results": "{{inputs.parameters.results}}"})
         Task(name="round", template=round_dag, depends="plan", arguments={
-            "tests": "{{tasks.plan.outputs.parameters.tests}}", "setup": "{{inputs.parameters.setup}}",
+            "tests": "{{tasks.plan.outputs.parameters.tests}}", "index": "{{inputs.parameters.index}}",
             "platform": "{{inputs.parameters.platform}}", "gpu": "{{inputs.parameters.gpu}}",
             "nic": "{{inputs.parameters.nic}}"})
         Task(name="recurse", template=dag, depends="round",
              with_param="{{tasks.plan.outputs.parameters.next}}",
-             arguments={"setup": "{{inputs.parameters.setup}}", "state": "{{tasks.plan.outputs.parameters.state}}",
+             arguments={"setup": "{{inputs.parameters.setup}}", "index": "{{inputs.parameters.index}}",
+                        "state": "{{tasks.plan.outputs.parameters.state}}",
                         "results": "{{tasks.round.outputs.parameters.results}}",
                         "platform": "{{inputs.parameters.platform}}", "gpu": "{{inputs.parameters.gpu}}",
             "nic": "{{inputs.parameters.nic}}"})

@@ -175,7 +175,8 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
             outputs=[_output("summary", "{}"), _output("platform", "onprem"), _output("gpu", "unknown"),
                      _output("nic", "null"),
                      *[_output(f"groups-{c.index}", "[]") for c in categories],
-                     *[_output(f"setup-{c.index}", "{}") for c in categories if c.options["testScale"] == "diagnose"]],
+                     *[_output(f"{what}-{c.index}", "{}") for c in categories if c.options["testScale"] == "diagnose"
+                       for what in ("setup", "index")]],
             retry_strategy=RetryStrategy(limit=3, retry_policy="OnError"),
         )
         cat_templates = [_category_templates(c, image, name) for c in categories]
@@ -211,8 +212,8 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
                           "gpu": "{{tasks.discover.outputs.parameters.gpu}}",
                           "nic": "{{tasks.discover.outputs.parameters.nic}}"}
                 if cat.options["testScale"] == "diagnose":
-                    args = {"setup": f"{{{{tasks.discover.outputs.parameters.setup-{cat.index}}}}}",
-                            "state": "null", "results": "[]", **common}
+                    args = {what: f"{{{{tasks.discover.outputs.parameters.{what}-{cat.index}}}}}"
+                            for what in ("setup", "index")} | {"state": "null", "results": "[]", **common}
                 else:
                     args = {"groups": f"{{{{tasks.discover.outputs.parameters.groups-{cat.index}}}}}", **common}
                 Task(name=task_name, template=dag, depends=depends, arguments=args)
