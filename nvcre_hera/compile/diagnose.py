@@ -1,6 +1,6 @@
 """testScale: diagnose — a recursive DAG that narrows failing nodes down, one planner round per level.
 
-    diagnose-i(setup, index, state, results):  plan ─► round-i (fan-out over the round's tests) ─► recurse (diagnose-i)
+    diagnose-i(setup, index, state, results):  plan ─► round-i (the round's tests, fanned out) ─► recurse (diagnose-i)
 
 The fan-out sits in its own DAG, `round-i`, whose failed tests do not fail it (`continueOn`) and whose `results`
 output falls back to `[]`: a fan-out aggregates only its Succeeded children, so when every test of a round failed a

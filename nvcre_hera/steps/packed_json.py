@@ -4,7 +4,8 @@ Argo stores a parameter once per node that takes or gives it, and a diagnose pas
 through every level of the recursion: packed, they take a third to a half of the room. A value handed up through a
 fan-out's aggregated output goes as the object `{"packed": "nvcre-gz1:…"}`, because Argo parses an aggregated
 value only when it is a JSON object or list; a JSON string would come back quoted once more at every level
-(argo-workflows v4.0.5 `workflow/controller/operator.go` `tryJSONUnmarshal` L3609-3633, `aggregatedJSONValueList` L3638-3654).
+(argo-workflows v4.0.5 `workflow/controller/operator.go` `tryJSONUnmarshal` L3609-3633,
+`aggregatedJSONValueList` L3638-3654).
 """
 
 from __future__ import annotations
