@@ -141,7 +141,7 @@ def schedule(ctx: Ctx, rnd: Round) -> None:
         sc["ph"] = "v"  # every node screened (or accused): the multi-node check of the rest
     rest = _rest(ctx)
     if len(rest) < 2:
-        sc["ph"] = "x"
+        _end(sc)
         adaptive.vouch(ctx, ns.from_nodes(rest))
         return
     ids = rnd.add([rest], healthy_candidate=False)
@@ -299,7 +299,7 @@ def absorb(ctx: Ctx) -> None:
     if sc["ph"] == "s" and "vok" in sc and not _pending(ctx):
         held = set(ns.to_nodes(sc["vok"]))
         if all(x in held for x in _rest(ctx)):
-            sc["ph"] = "x"  # V0 held every node that is not accused: the accusations explain the failure
+            _end(sc)  # V0 held every node that is not accused: the accusations explain the failure
             _settle(ctx)
         else:
             sc["ph"] = "v"  # a node V0 left out was cleared since: the whole rest runs once more
@@ -527,7 +527,7 @@ def _result_v0(ctx: Ctx, tid: str | None, final: bool) -> None:
             ctx.mark_ok(held)
         sc["vok"] = sc.get("vn") or []
         if final:
-            sc["ph"] = "x"
+            _end(sc)
             _settle(ctx)
         return
     if explained is False and "na" not in sc:
@@ -563,13 +563,21 @@ def _hand_over(ctx: Ctx, v0: float | None, failing: bool, whole: int | None = No
     """The `adaptive` search takes the rest over, with V0 as its failing measurement when `failing` (`whole`: V0's
     observation, for the unknown root to judge once its parts set a reference)."""
     sc, st = ctx.state["sc"], ctx.state
-    sc["ph"] = "x"
+    _end(sc)
     rest = _rest(ctx)
     st["G"] = ns.from_nodes(rest)
     # the search's noise prior is at least the spread the healthy majority showed here (read from the next call on);
     # the estimate itself, not σ̂: raised for small n, it made the search miss 10 %-slow nodes (docs/diagnose-screens.md)
     st["s0"] = round(max(r[2] for r in sc["ref"].values()) if sc["ref"] else 0.0, 4)
     adaptive.start(ctx, v0, failing, whole)
+
+
+def _end(sc: dict) -> None:
+    """The screens are over. Their near-miss record (phases s and n only) is dropped: the state is stored five times
+    a round, and at 1024 nodes the record was most of it for the rest of the diagnose."""
+    sc["ph"] = "x"
+    sc.pop("nm", None)
+    sc.pop("nt", None)
 
 
 def finished(ctx: Ctx) -> bool:
