@@ -27,7 +27,7 @@ import math
 
 from nvcre_hera.diagnose import intermittent
 from nvcre_hera.diagnose import nodesets as ns
-from nvcre_hera.diagnose.evidence import CRASH_LLR, STRONG, llr
+from nvcre_hera.diagnose.evidence import CRASH_LLR, STRONG, llr, same_defect
 from nvcre_hera.diagnose.probe import new_probe, result_probe, schedule_probe
 from nvcre_hera.diagnose.items import (
     _accuse, _cap, _k, _result_s, _result_u, _round, _schedule_s, _unknown, refresh_accused,
@@ -235,8 +235,7 @@ def _stand_in(ctx: Ctx, observations: list[int]) -> list[int]:
     clear = [(r, o) for r, o in seen if r < 1 - 5 * ctx.sigma]
     if not clear:
         return [seen[0][1]]
-    near = 3 * ctx.sigma * 1.25
-    agree = {o: sum(1 for q, _ in clear if abs(q - r) <= near) for r, o in clear}
+    agree = {o: sum(1 for q, _ in clear if same_defect(q, r, ctx.sigma)) for r, o in clear}
     _r, best = max(clear, key=lambda ro: (agree[ro[1]], ro[0]))
     return [best]
 
@@ -378,7 +377,7 @@ def _child(ctx: Ctx, it: dict, i: int, fp: float, L: float, measured: bool, uniq
     if measured and it["m"][i]:
         r = it["r"][i] / it["m"][i]
         # a part whose deficit matches the parent's inherits the fingerprint; a different one starts its own
-        fo_c = fo_c + po if abs(r - fp) <= 3 * sig * 1.25 else list(po)
+        fo_c = fo_c + po if same_defect(r, fp, sig) else list(po)
     root = None if measured else (it["root"] or [it["s"], it["parts"]])
     if ns.size(part) == 1:
         x = ns.to_nodes(part)[0]

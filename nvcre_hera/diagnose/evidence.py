@@ -49,6 +49,11 @@ def llr(ratio: float | None, fingerprint: float, sigma: float) -> float:
     return max(-_CLAMP, min(_CLAMP, math.log(p_bad) - math.log(p_ok)))
 
 
+def same_defect(a: float, b: float, sigma: float) -> bool:
+    """Whether two ratios lie within the spread of one defect: 3 of the defect's widths (1.25 σ, as `llr` models it)."""
+    return abs(a - b) <= 3 * sigma * 1.25
+
+
 def confidence(total_llr: float) -> float:
     """Posterior probability from a log-odds, rounded for the report."""
     return round(1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, total_llr)))), 4)
@@ -168,4 +173,5 @@ class Reference:
         return self.ratio(v, n, bool(net))
 
 
-__all__ = ["CRASH_LLR", "SLOPE_PRIOR", "STRONG", "Reference", "bucket", "confidence", "job_minutes", "llr"]
+__all__ = ["CRASH_LLR", "SLOPE_PRIOR", "STRONG", "Reference", "bucket", "confidence", "job_minutes", "llr",
+           "same_defect"]

@@ -11,7 +11,7 @@ likelihood is recomputed from them under the reference of the round that decides
 from __future__ import annotations
 
 from nvcre_hera.diagnose import nodesets as ns
-from nvcre_hera.diagnose.evidence import STRONG, llr
+from nvcre_hera.diagnose.evidence import STRONG, llr, same_defect
 from nvcre_hera.diagnose.probe import new_probe
 from nvcre_hera.diagnose.state import Ctx, Round
 
@@ -138,7 +138,7 @@ def _result_u(ctx: Ctx, it: dict) -> list[dict]:
             _accuse(ctx, ns.to_nodes(it["s"])[0], it.get("fo"), it["L"], [[tid, _round(r, 3)]], eo=[o], fp=fp)
             return []
         rr = fp if r is None else r
-        fo_c = (list(it.get("fo") or []) + [o]) if abs(rr - fp) <= 3 * ctx.sigma * 1.25 else [o]
+        fo_c = (list(it.get("fo") or []) + [o]) if same_defect(rr, fp, ctx.sigma) else [o]
         return [_k(ctx, it["s"], fo_c, L=it["L"])]
     if it["L"] <= -STRONG:
         ctx.mark_ok(ns.to_nodes(it["s"]))
