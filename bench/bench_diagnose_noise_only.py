@@ -1,10 +1,14 @@
 """Who accuses a healthy node: noise-only diagnoses of the screened planner, each accusation put down to the rule
 that made it (issue 11's ≤ 1 % target; docs/diagnose-screens.md).
 
-    python bench/bench_diagnose_noise_only.py [--nodes 64,256,1024] [--trials 1000] [--seed 0]
+    python bench/bench_diagnose_noise_only.py [--nodes 64,256,1024,4096] [--trials 1000] [--seed 0]
+                                              [--trigger full-run|workflow]
 
 A trial is `nvcre bench diagnose --faults 0 --noise 0.05 --dip 0.05 --strategies screened`'s: a healthy cluster
-whose full-group run was a transient dip, σ 5 % and 5 % dips, the planner told neither. An accusation is the
+whose full-group run was a transient dip, σ 5 % and 5 % dips, the planner told neither. With `--trigger workflow`
+it is that command's `--trigger workflow` trial instead: no full-group run handed over, and the user's threshold at
+90 % of the healthy full-group busbw (a run of the whole group can still dip below it). Above 1024 nodes screens
+are off (`screens.MAX_NODES`), so there `screened` is the `adaptive` search alone. An accusation is the
 screens' lows in a row (`sk` in the planner's record), their near-miss test (`nm`), or the `adaptive` search
 after the hand-over (neither). Also counted: `held`, the trials whose verdict holds a healthy node back, unaccused,
 as a near miss the screens could not decide (`screens.hold_undecided`: not an accusation, but not handed back).
@@ -17,7 +21,7 @@ import argparse
 import json
 import random
 
-from nvcre_hera.diagnose.bench import kind_oracle, planner_config
+from nvcre_hera.diagnose.bench import THRESHOLD_SHARE, kind_oracle, planner_config
 from nvcre_hera.diagnose.oracle import run
 from nvcre_hera.diagnose.screens import UNDECIDED
 
@@ -28,13 +32,19 @@ def source(record: dict) -> str:
     return "near-miss" if record.get("nm") else "screens" if record.get("sk") else "search"
 
 
-def trials(nodes: int, count: int, seed: int) -> dict:
-    out = {"nodes": nodes, "trials": count, "accused": 0, "screens": 0, "near-miss": 0, "search": 0, "held": 0}
+def trials(nodes: int, count: int, seed: int, trigger: str = "full-run") -> dict:
+    out = {"nodes": nodes, "trigger": trigger, "trials": count, "accused": 0, "screens": 0, "near-miss": 0,
+           "search": 0, "held": 0}
     for s in range(seed, seed + count):
         oracle, _bad = kind_oracle(nodes, 0, "slow-nic", 0.8, NOISE, random.Random(s), DIP)
         rng = random.Random(s * 7919 + 17)  # the bench's stream, so a trial here is that trial
-        full = oracle.healthy(list(range(nodes))) * (1 - rng.uniform(0.1, 0.4))
-        final = run(oracle, planner_config("screened", nodes, 8, s), rng, full=full).final
+        config = planner_config("screened", nodes, 8, s)
+        if trigger == "workflow":  # as bench.py's --trigger workflow: no full run, the user's floor as the bar
+            full: float | bool = False
+            config["threshold"] = round(THRESHOLD_SHARE * oracle.healthy(list(range(nodes))), 2)
+        else:
+            full = oracle.healthy(list(range(nodes))) * (1 - rng.uniform(0.1, 0.4))
+        final = run(oracle, config, rng, full=full).final
         acc = final["state"]["acc"]
         out["accused"] += bool(acc)
         out["held"] += UNDECIDED in (final.get("unresolvedWhy") or [])
@@ -47,12 +57,13 @@ def trials(nodes: int, count: int, seed: int) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench_diagnose_noise_only.py", description=__doc__.splitlines()[0])
-    ap.add_argument("--nodes", default="64,256,1024")
+    ap.add_argument("--nodes", default="64,256,1024,4096")
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--trigger", choices=("full-run", "workflow"), default="full-run")
     a = ap.parse_args(argv)
     for n in (int(x) for x in a.nodes.split(",")):
-        print(json.dumps(trials(n, a.trials, a.seed)), flush=True)
+        print(json.dumps(trials(n, a.trials, a.seed, a.trigger)), flush=True)
     return 0
 
 

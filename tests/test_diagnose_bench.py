@@ -470,3 +470,24 @@ def test_faults_released_names_the_faulty_nodes_and_the_links_a_verdict_handed_b
     assert faults_released(final, {2, 5}, [(1, 3), (3, 4)]) == [2, (1, 3)]
     assert faults_released({"releases": []}, {2}, [(1, 3)]) == []
     assert faults_released(final, set(), []) == []
+
+
+@pytest.mark.parametrize("trigger,seed,count,accused", [("full-run", 300, 40, 3), ("workflow", 740, 20, 1)])
+def test_noise_only_bench_runs_the_trials_of_bench_diagnose(trigger: str, seed: int, count: int,
+                                                            accused: int) -> None:
+    """`bench/bench_diagnose_noise_only.py` says a trial there is `nvcre bench diagnose --faults 0 --noise 0.05
+    --dip 0.05 --strategies screened [--trigger workflow]`'s trial: on the same seeds both count the same diagnoses
+    that accuse someone. The seed ranges hold such diagnoses (found by running the script), so the counts are not
+    the trivial zero."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "bench_diagnose_noise_only.py"
+    spec = importlib.util.spec_from_file_location("bench_diagnose_noise_only", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    script = module.trials(64, count, seed, trigger)
+    cli = bench(nodes=64, faults=0, noise=0.05, dip=0.05, trials=count, seed=seed, strategies=("screened",),
+                trigger=trigger)["strategies"]["screened"]
+    assert script["trigger"] == trigger and script["accused"] == accused
+    assert cli["falseAccusationRate"] == round(accused / count, 4)
