@@ -491,3 +491,13 @@ def test_noise_only_bench_runs_the_trials_of_bench_diagnose(trigger: str, seed: 
                 trigger=trigger)["strategies"]["screened"]
     assert script["trigger"] == trigger and script["accused"] == accused
     assert cli["falseAccusationRate"] == round(accused / count, 4)
+
+
+def test_run_shows_observe_every_answer_of_the_planner() -> None:
+    """`oracle.run(observe=…)` hands each `plan` answer to the caller (bench_diagnose_search.py reads the search's
+    state there): one per round the trace holds, then the final one."""
+    oracle, _bad = bench_module.kind_oracle(64, 1, "slow-nic", 0.8, 0.03, random.Random(3), 0.01)
+    seen: list[dict] = []
+    trace = run(oracle, bench_module.planner_config("adaptive", 64, 8, 3), random.Random(5), observe=seen.append)
+    assert len(seen) == len(trace.rounds) + 1 and len(trace.rounds) >= 2
+    assert [o["done"] for o in seen] == [False] * len(trace.rounds) + [True] and seen[-1] is trace.final

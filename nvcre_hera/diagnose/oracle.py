@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from nvcre_hera.diagnose.evidence import job_minutes
@@ -154,7 +154,7 @@ class Trace:
 
 
 def run(oracle: Oracle, config: dict, rng: random.Random, full: float | None | bool = True,
-        max_calls: int = 200, repeats: int = 1) -> Trace:
+        max_calls: int = 200, repeats: int = 1, observe: Callable[[dict], None] | None = None) -> Trace:
     """Drive `plan` against the oracle until it is done; checks the per-round rules as it goes.
 
     `repeats`: every test runs that many times and its worst run counts, as the run step does with `repeatCount`
@@ -162,6 +162,7 @@ def run(oracle: Oracle, config: dict, rng: random.Random, full: float | None | b
 
     `full=True` measures the failing full-group run first and hands it over (it is not counted);
     a float hands over that value; False starts with no measurement.
+    `observe(out)` sees every answer of `plan` (the benches that look inside the search read its state there).
     """
     results: list[dict] = []
     if full is True:
@@ -174,6 +175,8 @@ def run(oracle: Oracle, config: dict, rng: random.Random, full: float | None | b
     cap = int(config.get("maxConcurrent") or 0)
     for _ in range(max_calls):
         out = plan(state, results, config)
+        if observe is not None:
+            observe(out)
         if out["done"]:
             return Trace(out, rounds, round(wall, 2))
         tests = out["tests"]
