@@ -27,11 +27,11 @@ WEAK_KINDS = ("slow-gpu", "nvlink")  # multi-node jobs run at the scale-out rate
 
 
 def cell(nodes: int, faults: int, kind: str, trials: int, trigger: str = "full-run",
-         threshold_share: float = THRESHOLD_SHARE) -> dict:
+         threshold_share: float = THRESHOLD_SHARE, screens_max_nodes: int | None = None) -> dict:
     factor = 0.5 if kind in WEAK_KINDS else 0.8
     started = time.perf_counter()
     result = bench(nodes, faults, factor, 0.03, 8, trials, ("halving", "adaptive", "screened"), 0, 0.01, kind, MARGINS,
-                   trigger, threshold_share)
+                   trigger, threshold_share, screens_max_nodes=screens_max_nodes)
     result["seconds"] = round(time.perf_counter() - started, 1)
     return result
 
@@ -85,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="out/bench-diagnose-grid")
     ap.add_argument("--trigger", default="full-run", choices=TRIGGERS)
     ap.add_argument("--threshold-share", type=float, default=THRESHOLD_SHARE)
+    ap.add_argument("--screens-max-nodes", type=int, default=None,
+                    help="the largest group `screened` screens (diagnoseScreensMaxNodes; default 1024)")
     ap.add_argument("--table-only", action="store_true",
                     help="print the table from the cells' JSON already in --out, running nothing")
     a = ap.parse_args(argv)
@@ -102,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     result = json.loads(path.read_text())
                 else:
-                    result = cell(n, k, kind, a.trials, a.trigger, a.threshold_share)
+                    result = cell(n, k, kind, a.trials, a.trigger, a.threshold_share, a.screens_max_nodes)
                     path.write_text(json.dumps(result, indent=1))
                 rows.append(row(result))
                 print(rows[-1], flush=True)

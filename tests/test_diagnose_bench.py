@@ -109,6 +109,7 @@ def test_cli_json_per_kind(capsys: pytest.CaptureFixture[str]) -> None:
     (["--trigger", "full"], "argument --trigger: invalid choice: 'full'"),
     (["--trigger", "workflow", "--threshold-share", "1.5"], "the threshold share must lie in (0, 1], got 1.5"),
     (["--repeats", "0"], "--repeats must be at least 1, got 0"),
+    (["--screens-max-nodes", "16"], "--screens-max-nodes must be at least 32 (screens.MIN_NODES), got 16"),
 ])
 def test_bad_flags_exit_2_one_line(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
@@ -334,6 +335,25 @@ def test_planner_config_has_no_noise_and_maps_screened() -> None:
     assert planner_config("halving", 16, 8, 3)["strategy"] == "halving"
 
 
+def test_the_screens_cap_reaches_the_planner_only_when_raised(monkeypatch: pytest.MonkeyPatch,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`--screens-max-nodes` (a measurement of what the Workflow's storage goal costs) is the planner config's
+    `screensMaxNodes`, recorded in the scenario; without it the config is as before."""
+    assert "screensMaxNodes" not in planner_config("screened", 2048, 8, 0)
+    assert planner_config("screened", 2048, 8, 0, 4096)["screensMaxNodes"] == 4096
+    configs: list[dict] = []
+
+    def spy(oracle, config, rng, **kw):
+        configs.append(dict(config))
+        return run(oracle, config, rng, **kw)
+
+    monkeypatch.setattr(bench_module, "run", spy)
+    assert main(["--nodes", "64", "--trials", "1", "--strategies", "screened", "--screens-max-nodes", "128",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["scenario"]["screensMaxNodes"] == 128
+    assert [c.get("screensMaxNodes") for c in configs] == [128]
+
+
 def test_bench_runs_screened_without_telling_noise(monkeypatch: pytest.MonkeyPatch) -> None:
     configs: list[dict] = []
 
@@ -501,3 +521,29 @@ def test_run_shows_observe_every_answer_of_the_planner() -> None:
     trace = run(oracle, bench_module.planner_config("adaptive", 64, 8, 3), random.Random(5), observe=seen.append)
     assert len(seen) == len(trace.rounds) + 1 and len(trace.rounds) >= 2
     assert [o["done"] for o in seen] == [False] * len(trace.rounds) + [True] and seen[-1] is trace.final
+
+
+def test_the_scale_bench_raises_the_screens_cap_for_its_runs_only() -> None:
+    """`bench/bench_diagnose_scale.py --screens-max-nodes` measures what the storage goal costs by setting the
+    planner's cap in its own process (`screens_cap`): a 64-node run screens first by default (one-node tests in its
+    first round), not under a cap of 32, and the cap is back when the block ends."""
+    import importlib.util
+    from pathlib import Path
+
+    from nvcre_hera.diagnose import screens
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "bench_diagnose_scale.py"
+    spec = importlib.util.spec_from_file_location("bench_diagnose_scale", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def first_round_sizes() -> list[int]:
+        _seconds, report = module.run_once(64, None, None)
+        history = report["categories"][0]["diagnose"]["roundHistory"]
+        return [s["nodes"] for s in history[0]["testSizes"]]
+
+    before = screens.MAX_NODES
+    assert first_round_sizes() == [1]
+    with module.screens_cap(32):
+        assert screens.MAX_NODES == 32 and 1 not in first_round_sizes()
+    assert screens.MAX_NODES == before

@@ -250,6 +250,22 @@ def test_small_groups_and_configs_without_screens_run_the_search_alone():
         assert not any("kind" in t for tests in rounds for t in tests)
 
 
+def test_groups_above_the_cap_run_the_search_alone_unless_the_config_raises_it():
+    """Above MAX_NODES the screen rounds would not fit the Workflow's storage goal; the benches' `screensMaxNodes`
+    raises the cap to measure what that costs (docs/diagnose-screens.md, "Above 1024 nodes")."""
+    n = screens.MAX_NODES + 1
+
+    def first_tests(cfg):
+        c = Cluster(n, nic={7: 0.8})
+        return plan(None, [{"id": FULL_ID, "busBandwidthGBps": c.value(list(range(n))), "status": "ok"}], cfg)["tests"]
+
+    assert not any("kind" in t for t in first_tests(config(n)))
+    assert not any("kind" in t for t in first_tests(config(n, screensMaxNodes=n - 1)))
+    raised = first_tests(config(n, screensMaxNodes=n))
+    assert raised and all(t.get("kind") == "loopback" for t in raised)
+    assert sorted(x for t in raised for x in t["nodes"]) == list(range(n))
+
+
 def test_the_state_stays_small_at_the_largest_screened_group():
     n = screens.MAX_NODES
     c = Cluster(n, nic={7: 0.8})

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Sequence
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.oracle import Oracle, run
 from nvcre_hera.diagnose.planner import STRATEGIES
+from nvcre_hera.diagnose.screens import MAX_NODES, MIN_NODES
 from nvcre_hera.sim import model
 
 #: fault kinds the oracle draws, with the scopes of sim/faults.py's table (see `nvcre_hera.diagnose.oracle`):
@@ -213,17 +214,19 @@ def failing_full_run(oracle: Oracle, rng: random.Random, tries: int = FULL_RUN_T
     return value
 
 
-def planner_config(strategy: str, nodes: int, cap: int, seed: int) -> dict:
+def planner_config(strategy: str, nodes: int, cap: int, seed: int, screens_max_nodes: int | None = None) -> dict:
     """The planner config of one trial for a bench strategy name. The oracle's noise is not in it: the planner
-    uses its own prior and what it measures."""
+    uses its own prior and what it measures. `screens_max_nodes`: the `diagnoseScreensMaxNodes` option."""
     name, extra = BENCH_STRATEGIES[strategy]
     return {"strategy": name, "nodeCount": nodes, "cliques": None, "maxConcurrent": cap, "minGroupSize": 2,
-            "baselineGBps": None, "threshold": None, "seed": seed, **extra}
+            "baselineGBps": None, "threshold": None, "seed": seed, **extra,
+            **({"screensMaxNodes": screens_max_nodes} if screens_max_nodes is not None else {})}
 
 
 def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, kind: str, fault_factor: float,
                   noise: float, cap: int, trials: int, seed: int, dip: float, trigger: str = "full-run",
-                  threshold_share: float = THRESHOLD_SHARE, repeats: int = 1) -> dict:
+                  threshold_share: float = THRESHOLD_SHARE, repeats: int = 1,
+                  screens_max_nodes: int | None = None) -> dict:
     jobs, rounds, wall, nm, rel = [], [], [], [], []
     tp = fp = fn = exact = accused = healthy_accused = links = links_found = false_infra = handed_back = 0
     for t in range(trials):
@@ -231,7 +234,7 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
         oracle, bad = kind_oracle(nodes, faults, kind, fault_factor, noise, random.Random(s), dip)
         rng = random.Random(s * 7919 + 17)
         full: float | bool = True
-        config = planner_config(strategy, nodes, cap, s)
+        config = planner_config(strategy, nodes, cap, s, screens_max_nodes)
         if trigger == "workflow":  # no full run: the planner's first call measures; the user's floor is the bar
             full = False
             config["threshold"] = round(threshold_share * oracle.healthy(list(range(nodes))), 2)
@@ -309,7 +312,8 @@ def best_halving(sweep: dict[str, dict], min_recall: float = 0.99) -> str | None
 def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: float = 0.03, cap: int = 8,
           trials: int = 50, strategies: Sequence[str] = ("halving", "adaptive"), seed: int = 0,
           dip: float = 0.01, kind: str = "slow-nic", halving_margins: Sequence[float] = (),
-          trigger: str = "full-run", threshold_share: float = THRESHOLD_SHARE, repeats: int = 1) -> dict:
+          trigger: str = "full-run", threshold_share: float = THRESHOLD_SHARE, repeats: int = 1,
+          screens_max_nodes: int | None = None) -> dict:
     """Run the scenario and return per-strategy figures (the numbers `main` prints).
 
     With `halving_margins`, halving also runs at each margin on the same seeds (`halving@<m>`), and `halving*`
@@ -319,7 +323,8 @@ def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: 
         "scenario": {"nodes": nodes, "faults": faults, "faultKind": kind, "faultFactor": fault_factor,
                      "noise": noise, "dip": dip, "cap": cap, "trials": trials, "seed": seed,
                      **({"trigger": trigger, "thresholdShare": threshold_share} if trigger != "full-run" else {}),
-                     **({"repeats": repeats} if repeats > 1 else {})},
+                     **({"repeats": repeats} if repeats > 1 else {}),
+                     **({"screensMaxNodes": screens_max_nodes} if screens_max_nodes is not None else {})},
         "bounds": lower_bounds(nodes, faults, cap),
         # each repeat is a job of its own, one after the other (as trace_costs prices them)
         "floor": {k: round(v * repeats, 2) for k, v in fail_closed_floor(nodes, faults).items()
@@ -337,7 +342,11 @@ def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: 
         raise ValueError(f"the threshold share must lie in (0, 1], got {threshold_share}")
     if repeats < 1:
         raise ValueError(f"--repeats must be at least 1, got {repeats}")
-    how = {"trigger": trigger, "threshold_share": threshold_share, "repeats": repeats}
+    if screens_max_nodes is not None and screens_max_nodes < MIN_NODES:
+        raise ValueError(f"--screens-max-nodes must be at least {MIN_NODES} (screens.MIN_NODES), got "
+                         f"{screens_max_nodes}")
+    how = {"trigger": trigger, "threshold_share": threshold_share, "repeats": repeats,
+           "screens_max_nodes": screens_max_nodes}
     for strategy in strategies:
         out["strategies"][strategy] = _run_strategy(strategy, None, nodes, faults, kind, fault_factor, noise, cap,
                                                     trials, seed, dip, **how)
@@ -439,6 +448,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="with --trigger workflow: the threshold as a share of the healthy full-group busbw")
     ap.add_argument("--repeats", type=int, default=1,
                     help="runs per test, the worst counting (the certification's repeatCount); each is priced")
+    ap.add_argument("--screens-max-nodes", type=int, default=None,
+                    help=f"the largest group the screened strategy screens (diagnoseScreensMaxNodes; default "
+                    f"{MAX_NODES})")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
     if a.nodes < 2 or not 0 <= a.faults <= a.nodes or a.trials < 1:
@@ -451,7 +463,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if 2 * a.faults > a.nodes:
                 raise ValueError("--fault-kind link needs 2 x --faults <= --nodes")
         results = [bench(a.nodes, a.faults, a.fault_factor, a.noise, a.cap, a.trials,
-                         strategies, a.seed, a.dip, kind, margins, a.trigger, a.threshold_share, a.repeats)
+                         strategies, a.seed, a.dip, kind, margins, a.trigger, a.threshold_share, a.repeats,
+                         a.screens_max_nodes)
                    for kind in kinds]
     except ValueError as e:
         ap.error(str(e))

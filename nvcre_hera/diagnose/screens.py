@@ -58,7 +58,11 @@ KINDS = ("loopback", "intra")
 #: screens run from this many nodes up: below it, a median of few nodes is a poor yardstick and the screen rounds
 #: cost more than a search of so few nodes (measured: docs/diagnose-screens.md)
 MIN_NODES = 32
-#: and up to this many: each screen is one test item, and a round of them is stored in the Workflow
+#: and up to this many: each screen is one test item, and a round of them is stored in the Workflow (at 4096 nodes
+#: 381-1344 KiB of parameters against 126-220 without screens, docs/diagnose-screens.md "Above 1024 nodes"). The
+#: benches raise it to measure that: `nvcre bench diagnose --screens-max-nodes` through the config's
+#: ``screensMaxNodes``, `bench/bench_diagnose_scale.py --screens-max-nodes` in its own process. No Certification
+#: sets it
 MAX_NODES = 1024
 Z = 3.5  # a screen below 1 − Z·σ̂ of its kind's median is low
 SIGMA_FLOOR = 0.005
@@ -78,9 +82,10 @@ DETAIL = {"loopback": "LoopbackDeficit", "intra": "IntraNodeDeficit"}
 
 
 def enabled(config: dict, n: int) -> bool:
-    """Whether this diagnose screens first: kinds named, and a group size where screens pay (see MIN_NODES)."""
+    """Whether this diagnose screens first: kinds named, and a group size where screens pay (see MIN_NODES) and
+    whose screen rounds the Workflow can store (MAX_NODES, or the benches' ``screensMaxNodes``)."""
     kinds = config.get("screens") or []
-    return bool(kinds) and MIN_NODES <= n <= MAX_NODES
+    return bool(kinds) and MIN_NODES <= n <= int(config.get("screensMaxNodes") or MAX_NODES)
 
 
 def start(ctx: Ctx, full_value: float | None, full_crashed: bool = False) -> None:
