@@ -214,13 +214,16 @@ def failing_full_run(oracle: Oracle, rng: random.Random, tries: int = FULL_RUN_T
     return value
 
 
-def planner_config(strategy: str, nodes: int, cap: int, seed: int, screens_max_nodes: int | None = None) -> dict:
+def planner_config(strategy: str, nodes: int, cap: int, seed: int, screens_max_nodes: int | None = None,
+                   repeats: int = 1) -> dict:
     """The planner config of one trial for a bench strategy name. The oracle's noise is not in it: the planner
-    uses its own prior and what it measures. `screens_max_nodes`: the `diagnoseScreensMaxNodes` option."""
+    uses its own prior and what it measures. `screens_max_nodes`: a raised screens cap (`screens.MAX_NODES`);
+    `repeats`: runs per test, the worst counting, as the workflow's discovery tells the planner (repeatCount)."""
     name, extra = BENCH_STRATEGIES[strategy]
     return {"strategy": name, "nodeCount": nodes, "cliques": None, "maxConcurrent": cap, "minGroupSize": 2,
             "baselineGBps": None, "threshold": None, "seed": seed, **extra,
-            **({"screensMaxNodes": screens_max_nodes} if screens_max_nodes is not None else {})}
+            **({"screensMaxNodes": screens_max_nodes} if screens_max_nodes is not None else {}),
+            **({"repeats": repeats} if repeats > 1 else {})}
 
 
 def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, kind: str, fault_factor: float,
@@ -234,7 +237,7 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
         oracle, bad = kind_oracle(nodes, faults, kind, fault_factor, noise, random.Random(s), dip)
         rng = random.Random(s * 7919 + 17)
         full: float | bool = True
-        config = planner_config(strategy, nodes, cap, s, screens_max_nodes)
+        config = planner_config(strategy, nodes, cap, s, screens_max_nodes, repeats)
         if trigger == "workflow":  # no full run: the planner's first call measures; the user's floor is the bar
             full = False
             config["threshold"] = round(threshold_share * oracle.healthy(list(range(nodes))), 2)
@@ -447,7 +450,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--threshold-share", type=float, default=THRESHOLD_SHARE,
                     help="with --trigger workflow: the threshold as a share of the healthy full-group busbw")
     ap.add_argument("--repeats", type=int, default=1,
-                    help="runs per test, the worst counting (the certification's repeatCount); each is priced")
+                    help="runs per test, the worst counting (the certification's repeatCount); each is priced, and "
+                    "the planner is told, as the workflow's discovery tells it")
     ap.add_argument("--screens-max-nodes", type=int, default=None,
                     help=f"the largest group the screened strategy screens (diagnoseScreensMaxNodes; default "
                     f"{MAX_NODES})")

@@ -29,15 +29,23 @@ def _unif(x: float, lo: float, hi: float) -> float:
     return 1.0 / (hi - lo) if lo <= x <= hi and hi > lo else 0.0
 
 
-def llr(ratio: float | None, fingerprint: float, sigma: float) -> float:
-    """log p(ratio | part holds a defect like `fingerprint`) − log p(ratio | part is healthy), clamped."""
+def dip_chance(repeats: int | None) -> float:
+    """The chance that a test's value is a dip when the test runs `repeats` times and its worst run counts (the
+    certification's repeatCount): any one of them may dip. 1 % for one run, 3 % for three."""
+    runs = int(repeats or 1)
+    return DIP_P if runs <= 1 else 1.0 - (1.0 - DIP_P) ** runs
+
+
+def llr(ratio: float | None, fingerprint: float, sigma: float, dip: float = DIP_P) -> float:
+    """log p(ratio | part holds a defect like `fingerprint`) − log p(ratio | part is healthy), clamped; `dip` is the
+    chance that a value is a dip (`dip_chance`)."""
     if ratio is None:
         return CRASH_LLR
     s = max(sigma, 1e-3)
-    p_ok = (1 - DIP_P) * _norm(ratio, 1.0, s) + DIP_P * _unif(ratio, DIP_LO, DIP_HI)
+    p_ok = (1 - dip) * _norm(ratio, 1.0, s) + dip * _unif(ratio, DIP_LO, DIP_HI)
     fp = min(max(fingerprint, 0.0), 1.0 - 3 * s)  # a 'defect' indistinguishable from healthy is no hypothesis
     sb = s * 1.25
-    p_fp = (1 - DIP_P) * _norm(ratio, fp, sb) + DIP_P * _unif(ratio, DIP_LO * fp, DIP_HI * fp)
+    p_fp = (1 - dip) * _norm(ratio, fp, sb) + dip * _unif(ratio, DIP_LO * fp, DIP_HI * fp)
     p_new = _unif(ratio, 0.0, 1.0 - 3 * s)
     p_bad = (1 - NEW_FAULT_WEIGHT) * p_fp + NEW_FAULT_WEIGHT * p_new
     if p_bad <= 0 and p_ok <= 0:
@@ -173,5 +181,5 @@ class Reference:
         return self.ratio(v, n, bool(net))
 
 
-__all__ = ["CRASH_LLR", "SLOPE_PRIOR", "STRONG", "Reference", "bucket", "confidence", "job_minutes", "llr",
-           "same_defect"]
+__all__ = ["CRASH_LLR", "SLOPE_PRIOR", "STRONG", "Reference", "bucket", "confidence", "dip_chance", "job_minutes",
+           "llr", "same_defect"]

@@ -33,7 +33,7 @@ def fp_of(ctx: Ctx, it: dict, default: float | None = None) -> float | None:
 
 def evidence(ctx: Ctx, it: dict, fp: float) -> float:
     """An item's evidence: prior log-odds ``L0`` plus the likelihood ratio of each own measurement, recomputed."""
-    return it.get("L0", 0.0) + sum(llr(ctx.r(o), fp, ctx.sigma) for o in it.get("eo", []))
+    return it.get("L0", 0.0) + sum(llr(ctx.r(o), fp, ctx.sigma, ctx.dip) for o in it.get("eo", []))
 
 
 def _k(ctx: Ctx, s: list, fo: list | None, L: float | None, raw=None, inferred: bool = False, root=None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nvcre_hera.diagnose import nodesets as ns
-from nvcre_hera.diagnose.evidence import Reference, job_minutes
+from nvcre_hera.diagnose.evidence import Reference, dip_chance, job_minutes
 
 STATE_VERSION = 1
 
@@ -90,6 +90,8 @@ class Ctx:
         # the noise prior: the config's, raised to the spread the screens measured on this very group (`screens`)
         sigma0 = max(float(config.get("noise") or 0.03), float(state.get("s0") or 0.0))
         self.ref = Reference(state["ev"], config.get("baselineGBps"), sigma0)
+        # a test whose worst of `repeats` runs counts dips more often than one run does
+        self.dip = dip_chance(config.get("repeats"))
         self.ok = ns.bits_decode(state["ok"], self.n)
         # nodes that once measured low on their own and then healthy (a dip, or a flap): partners of last resort
         self.doubted = set(ns.to_nodes(state.get("dl") or []))

@@ -187,7 +187,9 @@ def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], op
               "threshold": floor_of(thresholds.get("busBandwidthGBps")),
               "thresholds": thresholds,
               # single-node screens the planner may run first (steps/screen.py): only an nccl bandwidth compares
-              "screens": screens_for(opts, parser)}
+              "screens": screens_for(opts, parser),
+              # each test runs repeatCount times and its worst run counts: its value dips more often than one run's
+              **({"repeats": int(opts["repeatCount"])} if int(opts.get("repeatCount") or 1) > 1 else {})}
     return make_setup(target_order(all_nodes, target), sorted(node_name(n) for n in eligible), cliques, config,
                       target)
 
