@@ -86,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trigger", default="full-run", choices=TRIGGERS)
     ap.add_argument("--threshold-share", type=float, default=THRESHOLD_SHARE)
     ap.add_argument("--screens-max-nodes", type=int, default=None,
-                    help="the largest group `screened` screens (diagnoseScreensMaxNodes; default 1024)")
+                    help="the largest group `screened` screens (nvcre bench diagnose --screens-max-nodes; "
+                    "default screens.MAX_NODES, 1024)")
     ap.add_argument("--table-only", action="store_true",
                     help="print the table from the cells' JSON already in --out, running nothing")
     a = ap.parse_args(argv)

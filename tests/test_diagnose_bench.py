@@ -8,6 +8,7 @@ import random
 
 import pytest
 
+from bench_scripts import load
 from nvcre_hera.diagnose import bench as bench_module
 from nvcre_hera.diagnose import oracle as oracle_module
 from nvcre_hera.diagnose.bench import (best_halving, bench, expected_busbw, fail_closed_floor, faults_released,
@@ -499,14 +500,7 @@ def test_noise_only_bench_runs_the_trials_of_bench_diagnose(trigger: str, seed: 
     --dip 0.05 --strategies screened [--trigger workflow]`'s trial: on the same seeds both count the same diagnoses
     that accuse someone. The seed ranges hold such diagnoses (found by running the script), so the counts are not
     the trivial zero."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "bench" / "bench_diagnose_noise_only.py"
-    spec = importlib.util.spec_from_file_location("bench_diagnose_noise_only", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    script = module.trials(64, count, seed, trigger)
+    script = load("bench_diagnose_noise_only").trials(64, count, seed, trigger)
     cli = bench(nodes=64, faults=0, noise=0.05, dip=0.05, trials=count, seed=seed, strategies=("screened",),
                 trigger=trigger)["strategies"]["screened"]
     assert script["trigger"] == trigger and script["accused"] == accused
@@ -527,15 +521,9 @@ def test_the_scale_bench_raises_the_screens_cap_for_its_runs_only() -> None:
     """`bench/bench_diagnose_scale.py --screens-max-nodes` measures what the storage goal costs by setting the
     planner's cap in its own process (`screens_cap`): a 64-node run screens first by default (one-node tests in its
     first round), not under a cap of 32, and the cap is back when the block ends."""
-    import importlib.util
-    from pathlib import Path
-
     from nvcre_hera.diagnose import screens
 
-    path = Path(__file__).resolve().parent.parent / "bench" / "bench_diagnose_scale.py"
-    spec = importlib.util.spec_from_file_location("bench_diagnose_scale", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load("bench_diagnose_scale")
 
     def first_round_sizes() -> list[int]:
         _seconds, report = module.run_once(64, None, None)

@@ -149,11 +149,6 @@ def test_a_search_stuck_without_a_partner_leaves_the_rest_unresolved():
 # the real Argo controller does with the same plan steps is the e2e tests' part.
 @pytest.mark.parametrize("seed", [14, 22, 57, 82, 190])
 def test_the_workflow_releases_no_faulty_node_and_no_bad_link(seed):
-    import importlib.util
-    from pathlib import Path
+    from bench_scripts import load
 
-    path = Path(__file__).resolve().parent.parent / "bench" / "bench_diagnose_release.py"
-    spec = importlib.util.spec_from_file_location("bench_diagnose_release", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.released_wrongly(seed) == []
+    assert load("bench_diagnose_release").released_wrongly(seed) == []

@@ -9,14 +9,14 @@ for real nodes: its noise model, not a real fabric's, is what is proven against)
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
+import pytest
 
-from nvcre_hera.diagnose.bench import planner_config
+from bench_scripts import load
+from nvcre_hera.diagnose import bench as bench_module
+from nvcre_hera.diagnose.bench import bench, planner_config
 from nvcre_hera.diagnose.evidence import DIP_P, STRONG, dip_chance, llr
+from nvcre_hera.diagnose.oracle import run
 from test_diagnose_screen_run import Screens
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_a_value_dips_more_often_when_the_worst_of_several_runs_counts():
@@ -40,18 +40,25 @@ def test_discovery_tells_the_planner_how_many_times_each_test_runs():
     assert three.setup["config"]["repeats"] == 3
 
 
-def test_the_bench_tells_the_planner_its_repeats():
+def test_the_bench_tells_the_planner_its_repeats(monkeypatch: pytest.MonkeyPatch):
     assert "repeats" not in planner_config("adaptive", 64, 8, 0)
     assert planner_config("adaptive", 64, 8, 0, repeats=3)["repeats"] == 3
+    configs: list[dict] = []
+
+    def spy(oracle, config, rng, **kw):
+        configs.append(dict(config))
+        return run(oracle, config, rng, **kw)
+
+    monkeypatch.setattr(bench_module, "run", spy)
+    bench(nodes=16, faults=1, trials=1, strategies=("adaptive",), repeats=3)
+    bench(nodes=16, faults=1, trials=1, strategies=("adaptive",))
+    assert [c.get("repeats") for c in configs] == [3, None]
 
 
 def test_the_scale_bench_draw_that_accused_a_healthy_neighbour_names_the_two_slow_nics():
     """Draw 60 of the 64 (workflow diagnose-cert-26c2f28), the example's floor, through the workflow path: before
     the repeats were weighed its suspects were gpu-node-0776, 0777 and 3001."""
-    path = ROOT / "bench" / "bench_diagnose_scale.py"
-    spec = importlib.util.spec_from_file_location("bench_diagnose_scale", path)
-    scale = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(scale)
+    scale = load("bench_diagnose_scale")
     identity = scale.identities(64)[60]
     assert identity[0] == "diagnose-cert-26c2f28"
     _seconds, report = scale.run_once(scale.NODES, None, identity)

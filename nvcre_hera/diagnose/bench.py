@@ -453,8 +453,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="runs per test, the worst counting (the certification's repeatCount); each is priced, and "
                     "the planner is told, as the workflow's discovery tells it")
     ap.add_argument("--screens-max-nodes", type=int, default=None,
-                    help=f"the largest group the screened strategy screens (diagnoseScreensMaxNodes; default "
-                    f"{MAX_NODES})")
+                    help=f"the largest group the screened strategy screens (the planner config's screensMaxNodes, "
+                    f"a measurement: no Certification sets it; default screens.MAX_NODES, {MAX_NODES})")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(list(sys.argv[1:] if argv is None else argv))
     if a.nodes < 2 or not 0 <= a.faults <= a.nodes or a.trials < 1:

@@ -181,6 +181,7 @@ def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], op
     has_cliques = any(CLIQUE_LABEL in node_labels(n) for n in eligible)
     cliques = topology_domains(eligible) if has_cliques else None  # racks are no NVLink domain: √N chunks then
     thresholds, _ = select_thresholds(opts, gpu or "")
+    repeats = int(opts.get("repeatCount") or 1)
     config = {"strategy": opts.get("diagnoseStrategy", "adaptive"), "maxConcurrent": int(opts["maxConcurrent"]),
               "minGroupSize": int(opts["minGroupSize"]), "baselineGBps": None, "seed": 0,
               # the planner's pass line, from the CEL tree (the loader refused any threshold it cannot read)
@@ -189,7 +190,7 @@ def diagnose_setup(all_nodes: list[dict], target: dict, eligible: list[dict], op
               # single-node screens the planner may run first (steps/screen.py): only an nccl bandwidth compares
               "screens": screens_for(opts, parser),
               # each test runs repeatCount times and its worst run counts: its value dips more often than one run's
-              **({"repeats": int(opts["repeatCount"])} if int(opts.get("repeatCount") or 1) > 1 else {})}
+              **({"repeats": repeats} if repeats > 1 else {})}
     return make_setup(target_order(all_nodes, target), sorted(node_name(n) for n in eligible), cliques, config,
                       target)
 
