@@ -212,11 +212,39 @@ def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
         row["storedGoalMet"] = row["storedParameterBytes"] <= case.stored_goal
     if row["jobObjectsLeftBehind"] is None:  # fail closed: no record of the jobs is no proof that none are left
         row["disagreements"].append("no record of the job objects this run created and deleted")
+    row["storesLeftBehind"], problems = stores_left(state_dir, argo.run.name, argo.run.uid, case.action)
+    row["disagreements"] += problems
     mark = "ok " if not row["disagreements"] and not row["hung"] else "BAD"
     say(f"e2e: {mark} {case.name:<40} argo {argo.run.phase:<9} {got.get('result') or '-':<11} "
         f"{row['realSeconds']:6.1f}s left {row['jobObjectsLeftBehind']}"
         + "".join(f"\n      {d}" for d in row["disagreements"][:8]))
     return row
+
+
+def stores_left(state_dir: str, workflow: str, uid: str, action: str | None) -> tuple[list[str], list[str]]:
+    """The diagnose stores (steps/diagnose_store.py) this workflow left on the API server, and what is wrong with
+    them: the exit handler deletes them on every ending it runs on; `terminate` runs none, so there a store must be
+    owned by the Workflow (a cluster's garbage collector deletes it with the Workflow: no kube-controller-manager
+    runs here, so that last step is not shown). Lists as the admin: the Role grants no `list` on ConfigMaps."""
+    from kubernetes import client, config
+
+    from nvcre_hera.cluster.base import WORKFLOW_LABEL
+    from nvcre_hera.controlplane import load_state
+    from nvcre_hera.steps.diagnose_store import NAME_SUFFIX
+
+    state = load_state(state_dir)
+    core = client.CoreV1Api(config.new_client_from_config(str(state.admin_kubeconfig)))
+    found = core.list_namespaced_config_map(state.namespace, label_selector=f"{WORKFLOW_LABEL}={workflow}").items
+    stores = [cm for cm in found if NAME_SUFFIX in cm.metadata.name]
+    problems = []
+    for cm in stores:
+        owners = [o.uid for o in cm.metadata.owner_references or [] if o.kind == "Workflow"]
+        if action != "Terminate":
+            problems.append(f"diagnose store {cm.metadata.name} left behind (the exit handler deletes it)")
+        elif owners != [uid]:
+            problems.append(f"diagnose store {cm.metadata.name} left by terminate is not owned by the Workflow")
+        core.delete_namespaced_config_map(cm.metadata.name, state.namespace)  # the namespace stays clean
+    return [cm.metadata.name for cm in stores], problems
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,6 +286,8 @@ def main(argv: list[str] | None = None) -> int:
         "casesDisagreeing": [r["case"] for r in rows if r["disagreements"]],
         "hung": sum(1 for r in rows if r["hung"]),
         "leftBehind": sum(int(r.get("jobObjectsLeftBehind") or 0) for r in rows),
+        # by terminate only (no exit handler), owned by their Workflow: any other is a disagreement of its case
+        "diagnoseStoresLeftByTerminate": sum(len(r.get("storesLeftBehind") or []) for r in rows),
         "forbidden403": forbidden, "seconds": round(time.monotonic() - t0, 1),
         "largestWorkflow": max(({"case": r["case"], "objectBytes": r["workflowObjectBytes"],
                                  "storedParameterBytes": r["storedParameterBytes"],

@@ -47,6 +47,7 @@ def step_pod_runner(cluster, step_image: str, bundle: dict | None = None) -> Cal
             raise UnsupportedConstruct(f"template {req.template}: the local run only executes containers of the "
                                        f"step image {step_image}, not {req.image} {shlex.join(req.command)}")
         cluster.set_clock(req.start_time)
+        cluster.set_pod_deadline(req.kill_time)
         outputs = Outputs(_out_dir(req.args), in_memory=True)
         code, stdout = run_step(req.args, cluster=cluster, outputs=outputs)
         if bundle is not None and req.args[:1] == ["judge"]:

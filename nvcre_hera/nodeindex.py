@@ -37,12 +37,6 @@ def make_setup(order: list[str], eligible: list[str], cliques: list[list[str]] |
             "config": {**config, "nodeCount": len(elig), "cliques": groups}}
 
 
-def node_index(setup: dict) -> dict:
-    """What a diagnose test pod needs of the setup to name its nodes: the setup without the planner's config. Argo
-    stores a test pod's inputs once per pod, and the config (thresholds, screens, cliques) is the larger part."""
-    return {k: v for k, v in setup.items() if k != "config"}
-
-
 def resolve(indices: list[int], setup: dict, nodes: list[dict]) -> list[str]:
     """Planner indices -> node names, checking that the node list is still the one discovery saw."""
     order = target_order(nodes, setup["target"])
@@ -53,4 +47,4 @@ def resolve(indices: list[int], setup: dict, nodes: list[dict]) -> list[str]:
     return [order[eligible[i]] for i in indices]
 
 
-__all__ = ["fingerprint", "make_setup", "node_index", "resolve", "target_order"]
+__all__ = ["fingerprint", "make_setup", "resolve", "target_order"]

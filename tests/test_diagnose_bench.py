@@ -526,7 +526,7 @@ def test_the_scale_bench_raises_the_screens_cap_for_its_runs_only() -> None:
     module = load("bench_diagnose_scale")
 
     def first_round_sizes() -> list[int]:
-        _seconds, report = module.run_once(64, None, None)
+        _seconds, report, _peak, _left = module.run_once(64, None, None)
         history = report["categories"][0]["diagnose"]["roundHistory"]
         return [s["nodes"] for s in history[0]["testSizes"]]
 

@@ -61,6 +61,7 @@ def test_the_scale_bench_draw_that_accused_a_healthy_neighbour_names_the_two_slo
     scale = load("bench_diagnose_scale")
     identity = scale.identities(64)[60]
     assert identity[0] == "diagnose-cert-26c2f28"
-    _seconds, report = scale.run_once(scale.NODES, None, identity)
+    _seconds, report, _peak, left = scale.run_once(scale.NODES, None, identity)
     diagnose = report["categories"][0]["diagnose"]
     assert sorted(s["node"] for s in diagnose["suspects"]) == scale.faulty(scale.NODES)
+    assert left == []  # the exit handler deleted the diagnose store

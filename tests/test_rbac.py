@@ -33,6 +33,7 @@ def test_role_grants_only_the_verbs_the_steps_use():
         ("jobset.x-k8s.io", "jobsets"): {"create", "get", "list", "delete"},
         ("", "pods"): {"list"},
         ("", "pods/log"): {"get"},
+        ("", "configmaps"): {"create", "get", "patch", "delete"},
         ("argoproj.io", "workflowtaskresults"): {"create", "patch"},
     }
 
@@ -59,6 +60,11 @@ def test_kube_cluster_calls_are_covered_by_the_role():
     needed = {
         "list_node": ("", "nodes", "list"), "read_node": ("", "nodes", "get"),
         "list_namespaced_pod": ("", "pods", "list"), "read_namespaced_pod_log": ("", "pods/log", "get"),
+        # the diagnose store (steps/diagnose_store.py)
+        "create_namespaced_config_map": ("", "configmaps", "create"),
+        "read_namespaced_config_map": ("", "configmaps", "get"),
+        "patch_namespaced_config_map": ("", "configmaps", "patch"),
+        "delete_namespaced_config_map": ("", "configmaps", "delete"),
     }
     granted = {**rules("Role"), **rules("ClusterRole")}
     for call, (group, res, verb) in needed.items():

@@ -74,10 +74,30 @@ class Cluster(Protocol):
     def list_jobs(self, labels: dict[str, str], kinds: list[str] | None = None) -> list[str]:
         """Names of job objects carrying all `labels` (for the onExit cleanup), of `kinds` only (None: every kind)."""
 
+    # ConfigMaps: the diagnose store (steps/diagnose_store.py) and the judge's NVSentinel node lists
+    def create_configmap(self, manifest: dict) -> bool:
+        """Create the ConfigMap; False when one of its name already exists (left as it is)."""
+
+    def read_configmap(self, name: str) -> dict[str, str] | None:
+        """The ConfigMap's `data`; None when it does not exist."""
+
+    def patch_configmap(self, name: str, data: dict[str, str | None]) -> None:
+        """Merge `data` into the ConfigMap's (a JSON merge patch: a None value removes its key). Concurrent patches
+        of different keys all land: the API server applies each to the object it holds. ConfigMapMissing when
+        the ConfigMap does not exist."""
+
+    def delete_configmap(self, name: str) -> bool:
+        """Delete the ConfigMap; True if it existed."""
+
+
+class ConfigMapMissing(LookupError):
+    """A ConfigMap that should exist does not (deleted, or never created)."""
+
 
 __all__ = [
     "DEFAULT_SCHEDULING_TIMEOUT",
     "Cluster",
+    "ConfigMapMissing",
     "JobOutcome",
     "JobPhase",
     "StallCheck",

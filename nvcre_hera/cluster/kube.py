@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, TypeVar
 
-from nvcre_hera.cluster.base import JobOutcome, StallCheck
+from nvcre_hera.cluster.base import ConfigMapMissing, JobOutcome, StallCheck
 from nvcre_hera.errors import TransientError
 
 T = TypeVar("T")
@@ -30,6 +30,11 @@ MPIJOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 JOBSET_REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+
+
+# RFC 7386: keys merge one by one, a null removes its key (no resourceVersion: the API server applies each patch to
+# the object it holds, so concurrent patches of different keys all land)
+MERGE_PATCH = "application/merge-patch+json"
 
 
 def _selector(labels: dict[str, str]) -> str:
@@ -180,6 +185,51 @@ class KubeCluster:
                 raise
             self._call(self.core.replace_namespaced_config_map, name, namespace, manifest)
         return name
+
+    def create_configmap(self, manifest: dict) -> bool:
+        from kubernetes.client.exceptions import ApiException
+
+        namespace = manifest["metadata"].get("namespace") or self.namespace
+        try:
+            self._call(self.core.create_namespaced_config_map, namespace, manifest)
+        except ApiException as err:
+            if getattr(err, "status", None) != 409:
+                raise
+            return False
+        return True
+
+    def read_configmap(self, name: str) -> dict[str, str] | None:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            obj = self._dict(self._call(self.core.read_namespaced_config_map, name, self.namespace))
+        except ApiException as err:
+            if self._not_found(err):
+                return None
+            raise
+        return dict(obj.get("data") or {})
+
+    def patch_configmap(self, name: str, data: dict[str, str | None]) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self._call(self.core.patch_namespaced_config_map, name, self.namespace, {"data": data},
+                       _content_type=MERGE_PATCH)
+        except ApiException as err:
+            if self._not_found(err):
+                raise ConfigMapMissing(f"ConfigMap {self.namespace}/{name} does not exist") from None
+            raise
+
+    def delete_configmap(self, name: str) -> bool:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self._call(self.core.delete_namespaced_config_map, name, self.namespace)
+        except ApiException as err:
+            if self._not_found(err):
+                return False
+            raise
+        return True
 
     def get_job(self, name: str) -> tuple[str, dict] | None:
         """(kind, object) of a job object, None if it does not exist."""

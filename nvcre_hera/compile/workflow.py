@@ -18,7 +18,7 @@ from hera.workflows import DAG, Container, CronWorkflow, Parameter, RetryStrateg
 from hera.workflows import models as m
 
 from nvcre_hera.api import Certification
-from nvcre_hera.compile.diagnose import CONTINUE, diagnose_template, plan_template
+from nvcre_hera.compile.diagnose import CONTINUE, compiled_store_name, diagnose_template, plan_template
 from nvcre_hera.compile.metrics import has_busbw, judge_metrics, run_metrics
 from nvcre_hera.compile.outputs import judge_artifacts, judge_output_args
 from nvcre_hera.steps.metric_outputs import NO_MEASUREMENT
@@ -92,17 +92,17 @@ def workflow_deadline_s(categories: list[ResolvedCategory], max_nodes: int) -> i
 def _category_templates(cat: ResolvedCategory, image: str, certification: str) -> tuple[Container, DAG]:
     i = cat.index
     diagnose = cat.options["testScale"] == "diagnose"
-    setup_args = ["--setup", "{{inputs.parameters.setup}}"] if diagnose else []
+    # a diagnose test reads its item and the node index from the store (compile/diagnose.py)
+    store_args = ["--store", compiled_store_name(cat)] if diagnose else []
     test = _step(
         f"test-{i}", image,
         ["run", "--plan", "{{workflow.parameters.plan}}", "--category", str(i),
          "--group", "{{inputs.parameters.group}}", "--platform", "{{inputs.parameters.platform}}",
          "--gpu", "{{inputs.parameters.gpu}}", "--nic", "{{inputs.parameters.nic}}",
          "--workflow-name", "{{workflow.name}}",
-         "--workflow-uid", "{{workflow.uid}}", "--namespace", "{{workflow.namespace}}", *setup_args,
+         "--workflow-uid", "{{workflow.uid}}", "--namespace", "{{workflow.namespace}}", *store_args,
          "--out", OUT_DIR],
-        inputs=[Parameter(name="group"), Parameter(name="platform"), Parameter(name="gpu"), Parameter(name="nic"),
-                *([Parameter(name="setup")] if diagnose else [])],
+        inputs=[Parameter(name="group"), Parameter(name="platform"), Parameter(name="gpu"), Parameter(name="nic")],
         outputs=[_output("metrics", "[]"),
                  *([_output("busbw", NO_MEASUREMENT), _output("group-id", ""), _output("nodes", "")]
                    if has_busbw(cat) and not diagnose else [])],
@@ -175,8 +175,7 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
             outputs=[_output("summary", "{}"), _output("platform", "onprem"), _output("gpu", "unknown"),
                      _output("nic", "null"),
                      *[_output(f"groups-{c.index}", "[]") for c in categories],
-                     *[_output(f"{what}-{c.index}", "{}") for c in categories if c.options["testScale"] == "diagnose"
-                       for what in ("setup", "index")]],
+                     *[_output(f"setup-{c.index}", "{}") for c in categories if _diagnose(c)]],
             retry_strategy=RetryStrategy(limit=3, retry_policy="OnError"),
         )
         cat_templates = [_category_templates(c, image, name) for c in categories]
@@ -196,7 +195,9 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
         )
         _step("cleanup", image,
               ["cleanup", "--workflow-name", "{{workflow.name}}", "--namespace", "{{workflow.namespace}}",
-               "--status", "{{workflow.status}}", "--kinds", ",".join(job_kinds(categories, backend))],
+               "--status", "{{workflow.status}}", "--kinds", ",".join(job_kinds(categories, backend)),
+               *(["--configmaps", ",".join(compiled_store_name(c) for c in categories if _diagnose(c))]
+                 if any(_diagnose(c) for c in categories) else [])],
               retry_strategy=RetryStrategy(limit=3, retry_policy="OnError"))
 
         with DAG(name="certify"):
@@ -212,8 +213,8 @@ def build(cert: Certification, opts: CompileOptions) -> Workflow:
                           "gpu": "{{tasks.discover.outputs.parameters.gpu}}",
                           "nic": "{{tasks.discover.outputs.parameters.nic}}"}
                 if cat.options["testScale"] == "diagnose":
-                    args = {what: f"{{{{tasks.discover.outputs.parameters.{what}-{cat.index}}}}}"
-                            for what in ("setup", "index")} | {"state": "null", "results": "[]", **common}
+                    args = {"setup": f"{{{{tasks.discover.outputs.parameters.setup-{cat.index}}}}}",
+                            "state": "null", **common}
                 else:
                     args = {"groups": f"{{{{tasks.discover.outputs.parameters.groups-{cat.index}}}}}", **common}
                 Task(name=task_name, template=dag, depends=depends, arguments=args)

@@ -327,7 +327,8 @@ class Engine:
         result = self.runner(PodRequest(node_name=node.name, template=call.template, image=image, command=command,
                                         args=args, env=env, inputs=dict(node.inputs),
                                         start_time=pod_start + self.overhead, attempt=attempt,
-                                        workflow=dict(self.wf_meta)))
+                                        workflow=dict(self.wf_meta),
+                                        kill_time=pod_start + min(s for s, _ in limits) if limits else None))
         end = pod_start + self.overhead + max(0.0, float(result.duration_s))
         killed = ""
         for limit, message in limits:

@@ -25,6 +25,9 @@ class PodRequest:
     start_time: float
     attempt: int
     workflow: dict[str, str]
+    # when the pod is killed (its activeDeadlineSeconds, or the workflow's deadline), on the same clock as
+    # start_time; None: never. A runner that runs the step to its end keeps the step from acting past it.
+    kill_time: float | None = None
 
 
 @dataclass

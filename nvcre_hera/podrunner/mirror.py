@@ -5,15 +5,16 @@ Job objects still live in the simulator (no mpi-operator, JobSet or Trainer cont
 repeated against the loopback kube-apiserver with the service account's token: creates and deletes as `dryRun=All`
 (so the real CRD schemas and CEL rules judge every manifest, and nothing is stored), lists and gets for real. A verb
 the Role does not grant is a real 403, which fails the step as it would in a cluster; a 404 for a dry-run object
-(it never existed) proves only that authorization passed, which is all it is for.
+(it never existed) proves only that authorization passed, which is all it is for. ConfigMaps are the exception:
+they are stored for real (the diagnose store, steps/diagnose_store.py).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from nvcre_hera.cluster.base import Cluster, JobOutcome, StallCheck
-from nvcre_hera.cluster.kube import JOB_KINDS
+from nvcre_hera.cluster.base import Cluster, ConfigMapMissing, JobOutcome, StallCheck
+from nvcre_hera.cluster.kube import JOB_KINDS, MERGE_PATCH
 
 DEPENDENCY_KINDS = {"TrainingRuntime": ("trainer.kubeflow.org", "v1alpha1", "trainingruntimes")}
 
@@ -89,6 +90,35 @@ class MirroredCluster:
             self.calls += 1
             self.custom.list_namespaced_custom_object(group, version, self.namespace, plural, label_selector=selector)
         return self.sim.list_jobs(labels, kinds)
+
+    # ConfigMaps (the diagnose store) live on the real API server, not in the simulator: real writes as the service
+    # account, so the store's merge patches, sizes and cleanup are the API server's own
+    def create_configmap(self, manifest: dict) -> bool:
+        from kubernetes.client.exceptions import ApiException
+
+        self.sim.check_pod_alive()  # a step the runner lets run past its deadline writes nothing
+        self.calls += 1
+        try:
+            self.core.create_namespaced_config_map(self.namespace, manifest)
+        except ApiException as err:
+            if err.status == 409:
+                return False
+            raise
+        return True
+
+    def read_configmap(self, name: str) -> dict[str, str] | None:
+        found = self._tolerate_404(self.core.read_namespaced_config_map, name, self.namespace)
+        return None if found is None else dict(found.data or {})
+
+    def patch_configmap(self, name: str, data: dict[str, str | None]) -> None:
+        self.sim.check_pod_alive()  # a step the runner lets run past its deadline writes nothing
+        if self._tolerate_404(self.core.patch_namespaced_config_map, name, self.namespace, {"data": data},
+                              _content_type=MERGE_PATCH) is None:
+            raise ConfigMapMissing(f"ConfigMap {self.namespace}/{name} does not exist")
+
+    def delete_configmap(self, name: str) -> bool:
+        self.sim.check_pod_alive()  # a step the runner lets run past its deadline writes nothing
+        return self._tolerate_404(self.core.delete_namespaced_config_map, name, self.namespace) is not None
 
     def __getattr__(self, name: str) -> Any:  # set_clock, jobs_alive, ... of the simulator
         return getattr(self.sim, name)

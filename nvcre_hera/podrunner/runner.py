@@ -132,6 +132,7 @@ class PodRunner:
             return 127, {}, f"exec: {task.command[:1]}: not found (the runner runs only nvcre-step)", 1.0
         cluster = sim.cluster
         cluster.set_clock(sim_start)
+        cluster.set_pod_deadline(None if task.deadline_s is None else sim_start + float(task.deadline_s))
         mirror = MirroredCluster(cluster, self.service_account, task.namespace)
         with tempfile.TemporaryDirectory(prefix="argo-args-") as tmp:
             def write(path: str, text: str) -> None:

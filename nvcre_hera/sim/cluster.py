@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from nvcre_hera.catalog import platform_settings
-from nvcre_hera.cluster.base import TEST_SPEC_ANNOTATION, JobOutcome, StallCheck
+from nvcre_hera.cluster.base import TEST_SPEC_ANNOTATION, ConfigMapMissing, JobOutcome, StallCheck
 from nvcre_hera.nics import RDMA_FABRICS
 from nvcre_hera.sim import model
 from nvcre_hera.sim.faults import ActiveFaults, NodeCaps, active_faults, first_health_event, health_at, health_events
@@ -91,7 +91,10 @@ class SimCluster:
         # Objects a job depends on (a TrainJob's TrainingRuntime): name -> labels, while they exist.
         self._dependencies: dict[str, dict[str, str]] = {}
         self._dependency_manifests: dict[str, dict] = {}  # their pod templates, for the scheduling stand-in
-        self.configmaps: dict[str, dict] = {}  # what the judge wrote (NVSentinel node lists), by name
+        # by name: what the judge wrote (NVSentinel node lists), and the diagnose store (steps/diagnose_store.py)
+        self.configmaps: dict[str, dict] = {}
+        self.configmap_peak_bytes: dict[str, int] = {}
+        self.pod_deadline: float | None = None  # set_pod_deadline
 
     @classmethod
     def from_spec(cls, spec: SimulatedClusterSpec) -> SimCluster:
@@ -127,6 +130,56 @@ class SimCluster:
             raise ValueError("ConfigMap manifest has no metadata.name")
         self.configmaps[name] = json.loads(json.dumps(manifest))
         return name
+
+    def set_pod_deadline(self, t: float | None) -> None:
+        """When the pod now running a step is killed (None: never). A step runs to its end in process, so a write
+        it would make after that time must not land: a killed pod makes none (`check_pod_alive`)."""
+        self.pod_deadline = None if t is None else float(t)
+
+    def check_pod_alive(self) -> None:
+        """SimulatedPodKilled when the running step's pod is past its deadline (e.g. a `step-stall` moved the clock
+        a day on): a ConfigMap write from it would be one a real cluster never saw."""
+        if self.pod_deadline is not None and self.clock >= self.pod_deadline:
+            raise SimulatedPodKilled("simulated: the pod was killed at its deadline before this write")
+
+    def create_configmap(self, manifest: dict) -> bool:
+        self.check_pod_alive()
+        name = (manifest.get("metadata") or {}).get("name")
+        if not name:
+            raise ValueError("ConfigMap manifest has no metadata.name")
+        if name in self.configmaps:
+            return False
+        self.configmaps[name] = json.loads(json.dumps(manifest))
+        self._measure_configmap(name)
+        return True
+
+    def read_configmap(self, name: str) -> dict[str, str] | None:
+        cm = self.configmaps.get(name)
+        return None if cm is None else dict(cm.get("data") or {})
+
+    def patch_configmap(self, name: str, data: dict[str, str | None]) -> None:
+        """A JSON merge patch of `data` (a None value removes its key), as the API server applies it."""
+        self.check_pod_alive()
+        cm = self.configmaps.get(name)
+        if cm is None:
+            raise ConfigMapMissing(f"ConfigMap {name} does not exist")
+        merged = dict(cm.get("data") or {})
+        for key, value in data.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = str(value)
+        cm["data"] = merged
+        self._measure_configmap(name)
+
+    def delete_configmap(self, name: str) -> bool:
+        self.check_pod_alive()
+        return self.configmaps.pop(name, None) is not None
+
+    def _measure_configmap(self, name: str) -> None:
+        """The largest each ConfigMap grew (bytes of its data's keys and values): the diagnose store's size."""
+        size = sum(len(k) + len(v) for k, v in (self.configmaps[name].get("data") or {}).items())
+        self.configmap_peak_bytes[name] = max(self.configmap_peak_bytes.get(name, 0), size)
 
     # --- jobs -----------------------------------------------------------------------------------------------------
     def create_job(self, manifest: dict) -> str:

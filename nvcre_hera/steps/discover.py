@@ -26,7 +26,7 @@ from nvcre_hera.grouping import (
 )
 from nvcre_hera.jobs.base import tolerated, tolerations
 from nvcre_hera.nics import RDMA_FABRICS, NicDetection, choose_nic, detect_nic
-from nvcre_hera.nodeindex import make_setup, node_index, target_order
+from nvcre_hera.nodeindex import make_setup, target_order
 from nvcre_hera.platform import (
     GPU_PRODUCT_LABEL,
     detect_architecture,
@@ -288,7 +288,6 @@ def discover(plan: dict[str, Any], cluster: Cluster, out: Outputs, log: Callable
             setup = diagnose_setup(all_nodes, plan.get("target") or {}, sets[0].nodes, opts, sets[0].gpu,
                                    plan_entry(cat).parser)
             out.write(f"setup-{cat['index']}", setup)
-            out.write(f"index-{cat['index']}", node_index(setup))  # what its test pods get
         else:
             out.write(f"groups-{cat['index']}", groups)
         nic, fabric_gap = nic_summary(cat, detection, platform) if nodes else ({}, None)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from nvcre_hera.cluster.base import Cluster
+from nvcre_hera.steps.diagnose_store import Store
 from nvcre_hera.steps.io import Outputs
 
 
@@ -44,6 +45,18 @@ def _results_arg(text: str) -> tuple[int, object]:
     return int(index), _json_arg(payload)
 
 
+STORE_HELP = ("diagnose: the ConfigMap that carries the planner's state and the tests' results "
+              "(steps/diagnose_store.py); without it they travel as parameters")
+
+
+def _store(args: argparse.Namespace) -> Store | None:
+    """The diagnose store a run or plan step was given, or None."""
+    if not args.store:
+        return None
+    return Store(name=args.store, namespace=args.namespace or "", workflow_name=args.workflow_name or "",
+                 workflow_uid=args.workflow_uid or "")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="nvcre-step", description="Steps of an nvcre-hera certification workflow.")
     sub = parser.add_subparsers(dest="step", required=True)
@@ -63,11 +76,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workflow-uid", required=True)
     p.add_argument("--namespace", required=True)
     p.add_argument("--setup", type=_json_arg, default=None, help="diagnose: how node indices map to nodes")
+    p.add_argument("--store", default=None, help=STORE_HELP)
     p.add_argument("--out", default="/tmp/nvcre")
     p = sub.add_parser("plan")
-    p.add_argument("--setup", type=_json_arg, required=True)
+    p.add_argument("--setup", type=_json_arg, required=True, help="null below the first level with --store")
     p.add_argument("--state", type=_json_arg, required=True)
-    p.add_argument("--results", type=_json_arg, required=True)
+    p.add_argument("--results", type=_json_arg, default=[], help="without --store: the last round's results")
+    p.add_argument("--store", default=None, help=STORE_HELP)
+    p.add_argument("--workflow-name", default=None)
+    p.add_argument("--workflow-uid", default=None)
+    p.add_argument("--namespace", default=None)
     p.add_argument("--out", default="/tmp/nvcre")
     p = sub.add_parser("judge")
     p.add_argument("--plan", type=_json_arg, required=True)
@@ -88,6 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--status", default="Unknown")
     p.add_argument("--kinds", default="MPIJob,JobSet,TrainJob,TrainingRuntime",
                    help="job kinds the workflow can create (cleanup lists only these: RBAC grants only these)")
+    p.add_argument("--configmaps", default="",
+                   help="ConfigMaps the workflow's steps created (the diagnose stores), comma-separated: deleted")
     p.add_argument("--out", default="/tmp/nvcre")
     return parser
 
@@ -125,12 +145,13 @@ def main(argv: list[str] | None = None, *, cluster: Cluster | None = None, outpu
 
         ctx = context_from_plan(args.plan, workflow_name=args.workflow_name, workflow_uid=args.workflow_uid,
                                 namespace=args.namespace, platform=args.platform, gpu=args.gpu, nic=args.nic)
-        return run_test(args.plan, args.category, args.group, ctx, cluster, out, say, setup=args.setup)
+        return run_test(args.plan, args.category, args.group, ctx, cluster, out, say, setup=args.setup,
+                        store=_store(args))
     if args.step == "plan":
         from nvcre_hera.steps.plan_step import plan_step
 
         return plan_step(args.setup, args.state, args.results, cluster, out, say,
-                         clock=time.time if in_pod else None)
+                         clock=time.time if in_pod else None, store=_store(args))
     if args.step == "judge":
         from nvcre_hera.steps.verdict import judge_step
 
@@ -141,7 +162,8 @@ def main(argv: list[str] | None = None, *, cluster: Cluster | None = None, outpu
     from nvcre_hera.steps.cleanup import cleanup
 
     return cleanup(args.workflow_name, args.status, cluster, out, say,
-                   kinds=[k for k in args.kinds.split(",") if k])
+                   kinds=[k for k in args.kinds.split(",") if k],
+                   configmaps=[c for c in args.configmaps.split(",") if c])
 
 
 if __name__ == "__main__":

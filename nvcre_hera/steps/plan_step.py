@@ -9,12 +9,12 @@ import json
 import os
 from typing import Any, Callable
 
-from nvcre_hera.cluster.base import Cluster
+from nvcre_hera.cluster.base import Cluster, ConfigMapMissing
 from nvcre_hera.diagnose import near_miss_pack
 from nvcre_hera.diagnose.nodesets import from_nodes, to_nodes
 from nvcre_hera.diagnose.planner import plan
 from nvcre_hera.nodeindex import resolve
-from nvcre_hera.steps import packed_json, screen_values
+from nvcre_hera.steps import diagnose_store, packed_json, screen_values
 from nvcre_hera.steps.io import Outputs, flatten_runs
 
 
@@ -221,12 +221,80 @@ def unpack_state(state: Any) -> dict:
     raise ValueError(f"the diagnose state is not one this plan step wrote: {str(state)[:60]!r}")
 
 
-def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: Outputs,
-              log: Callable[[str], None], clock: Callable[[], float] | None = None) -> int:
+class StoreError(RuntimeError):
+    """The diagnose store cannot give what the plan step needs (gone, or its state missing): no verdict, never a
+    fresh start."""
+
+
+def _from_store(setup: dict | None, state: Any, cluster: Cluster,
+                store: diagnose_store.Store) -> tuple[int, dict, dict, list]:
+    """(level, setup, carried state, the runs the last round's tests stored) from the store; level 0 creates it
+    and takes the setup it was given (the levels below get none: the store has it)."""
+    if state is None:
+        if not isinstance(setup, dict):
+            raise StoreError("the first plan step got no setup")
+        cluster.create_configmap(diagnose_store.manifest(store))  # False for a retried first plan step: reuse it
+        return 0, setup, {}, []
+    try:
+        level = diagnose_store.level_of(state)
+    except ValueError as exc:
+        raise StoreError(f"the diagnose state: {exc}") from None
+    data = cluster.read_configmap(store.name)
+    if data is None:
+        raise StoreError(f"the diagnose store ConfigMap {store.name} does not exist")
+    for key in (diagnose_store.SETUP_KEY, diagnose_store.state_key(level)):
+        if key not in data:
+            raise StoreError(f"the diagnose store ConfigMap {store.name} has no {key}")
+    carried = unpack_state(data[diagnose_store.state_key(level)])
+    runs = []
+    for test_id in carried.get("issued") or []:
+        stored = data.get(diagnose_store.result_key(test_id))
+        try:
+            runs.append(json.loads(stored) if stored is not None else [])
+        except json.JSONDecodeError:
+            runs.append([])  # not a result: the test counts as one that sent none (with_missing)
+    return level, json.loads(data[diagnose_store.SETUP_KEY]), carried, runs
+
+
+def _items(tests: list[dict]) -> list[dict]:
+    """The tests as the run step takes them: ranges, not index lists; `kind` (a single-node screen, steps/screen.py)
+    only when the planner gave one."""
+    return [{"id": t["id"], "ranges": from_nodes(t["nodes"]), "network": t.get("network", True),
+             **({"kind": t["kind"]} if "kind" in t else {}), **({"each": True} if t.get("each") else {})}
+            for t in tests]
+
+
+def _store_round(store: diagnose_store.Store, cluster: Cluster, level: int, setup: dict, carried: dict,
+                 new_state: dict, items: list[dict]) -> None:
+    """One patch: the new state and the new tests' items in; out, what the plan step before this one read (its
+    state, its tests' items and results), which no step reads again. What this one read stays: a retry reads it."""
+    gone = [key(t) for t in carried.get("consumed") or [] for key in (diagnose_store.test_key,
+                                                                      diagnose_store.result_key)]
+    cluster.patch_configmap(store.name, {
+        **({diagnose_store.SETUP_KEY: diagnose_store.encode(setup)} if level == 0 else {}),
+        diagnose_store.state_key(level + 1): json.loads(pack_state({**new_state,
+                                                                   "consumed": carried.get("issued") or []})),
+        **{diagnose_store.test_key(item["id"]): diagnose_store.encode(item) for item in items},
+        **({diagnose_store.state_key(level - 1): None} if level else {}), **dict.fromkeys(gone)})
+
+
+def plan_step(setup: dict | None, state: Any, aggregated: Any, cluster: Cluster, out: Outputs,
+              log: Callable[[str], None], clock: Callable[[], float] | None = None,
+              store: diagnose_store.Store | None = None) -> int:
     """One round. `clock` dates the round history: the wall clock in a pod (pods run on different machines, so a
     monotonic clock would not compare), the simulated cluster's clock locally; the plan step starts once the
-    previous round has ended, so its reading is when that round ended."""
-    carried = unpack_state(state)
+    previous round has ended, so its reading is when that round ended. With `store`, the setup (after the first
+    level), the state and the last round's results come from the diagnose store, and the new state and test items
+    go there (steps/diagnose_store.py); without, they travel as the parameters `setup`, `state`, `aggregated` and
+    the `tests` output."""
+    if store is not None:
+        try:
+            level, setup, carried, aggregated = _from_store(setup, state, cluster, store)
+        except (StoreError, ValueError) as exc:
+            log(f"plan: {exc}: no verdict")
+            return 1
+    else:
+        level, carried = 0, unpack_state(state)
     ledger = job_ledger(carried.get("jobs"), aggregated)
     seen = measured(carried.get("measured"), aggregated, setup["config"].get("thresholds") or {})
     results = with_missing(compact_results(aggregated), list(carried.get("issued") or []))
@@ -236,13 +304,19 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     now = _reading(clock or getattr(cluster, "now", None))
     answer = plan(carried.get("planner"), results, setup["config"], now=now)
     tests = answer["tests"]
-    out.write("state", pack_state({"planner": answer["state"], "jobs": ledger, "measured": seen,
-                                   "issued": [t["id"] for t in tests]}))
-    # Every test item is stored twice over in the Workflow (plan output, test input): ranges, not index lists.
-    # `kind` (a single-node screen, steps/screen.py) only when the planner gave one: other items stay as they were
-    out.write("tests", [{"id": t["id"], "ranges": from_nodes(t["nodes"]), "network": t.get("network", True),
-                         **({"kind": t["kind"]} if "kind" in t else {}), **({"each": True} if t.get("each") else {})}
-                        for t in tests])
+    new_state = {"planner": answer["state"], "jobs": ledger, "measured": seen, "issued": [t["id"] for t in tests]}
+    items = _items(tests)
+    if store is not None:
+        try:
+            _store_round(store, cluster, level, setup, carried, new_state, items)
+        except ConfigMapMissing as exc:
+            log(f"plan: {exc}: no verdict")
+            return 1
+        out.write("state", json.dumps(diagnose_store.ref(level + 1)))
+        out.write("tests", [{"id": item["id"]} for item in items])  # the run step reads the item in the store
+    else:
+        out.write("state", pack_state(new_state))
+        out.write("tests", items)
     out.write("next", [0] if tests else [])
     # the verdict is handed up every level of the recursion (compile/diagnose.py FINAL_EXPRESSION): packed
     out.write("final", packed_json.wrap({**named_verdict(answer, setup, cluster), "cleanup": ledger, "measured": seen,
@@ -258,4 +332,4 @@ def plan_step(setup: dict, state: Any, aggregated: Any, cluster: Cluster, out: O
     return 0
 
 
-__all__ = ["compact_history", "compact_results", "job_ledger", "measured", "plan_step", "with_missing"]
+__all__ = ["StoreError", "compact_history", "compact_results", "job_ledger", "measured", "plan_step", "with_missing"]

@@ -9,11 +9,12 @@ host (`gpu-node-03: Test CUDA failure …`, a host's own NET/Socket fallback): t
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any, Callable
 
 from nvcre_hera.catalog import CatalogEntry, plan_entry, platform_settings
-from nvcre_hera.cluster.base import DEFAULT_SCHEDULING_TIMEOUT, Cluster, JobOutcome
+from nvcre_hera.cluster.base import DEFAULT_SCHEDULING_TIMEOUT, Cluster, ConfigMapMissing, JobOutcome
 from nvcre_hera.jobs import JobContext, JobPlan, backend_for, job_objects, plan_job
 from nvcre_hera.diagnose.nodesets import to_nodes
 from nvcre_hera.nodeindex import resolve
@@ -22,7 +23,7 @@ from nvcre_hera.report.bundle import encode_gpu_results
 from nvcre_hera.steps.io import Outputs
 from nvcre_hera.steps.metric_outputs import run_outputs
 from nvcre_hera.steps.screen import UnknownScreen, screen_category
-from nvcre_hera.steps import screen_values
+from nvcre_hera.steps import diagnose_store, screen_values
 from nvcre_hera.threshold_select import threshold_metrics
 from nvcre_hera.units import parse_duration
 
@@ -152,12 +153,53 @@ def objects_for_test(plan: dict[str, Any], category_index: int, group: dict, rep
     return job, job_objects(backend_for(entry, plan.get("backend")), job)
 
 
+def _from_store(store: diagnose_store.Store, group: dict, cluster: Cluster) -> tuple[dict, dict]:
+    """(setup, the test's item) from the diagnose store: the Workflow hands a diagnose test only its id."""
+    data = cluster.read_configmap(store.name)
+    if data is None:
+        raise ConfigMapMissing(f"the diagnose store ConfigMap {store.name} does not exist")
+    key = diagnose_store.test_key(str(group.get("id")))
+    for wanted in (diagnose_store.SETUP_KEY, key):
+        if wanted not in data:
+            raise ValueError(f"the diagnose store ConfigMap {store.name} has no {wanted}")
+    try:
+        return json.loads(data[diagnose_store.SETUP_KEY]), json.loads(data[key])
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"the diagnose store ConfigMap {store.name}: not JSON ({exc.msg})") from None
+
+
+def _diagnose_out(test_id: str, result: list[dict], cluster: Cluster, out: Outputs, log: Callable[[str], None],
+                  store: diagnose_store.Store | None) -> int:
+    """A diagnose test's result: into the diagnose store when there is one (the plan step reads it there, and the
+    `metrics` output stays `[]`), else as the `metrics` output. A result the store does not take is one the
+    planner never sees: the test counts as failed (plan_step.with_missing)."""
+    if store is None:
+        out.write("metrics", result)
+        return 0
+    out.write("metrics", [])
+    try:
+        cluster.patch_configmap(store.name, {diagnose_store.result_key(test_id): diagnose_store.encode(result)})
+    except ConfigMapMissing as exc:
+        log(f"run: test {test_id}: its result was not stored: {exc}")
+        return 1
+    return 0
+
+
 def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobContext, cluster: Cluster,
-             out: Outputs, log: Callable[[str], None], setup: dict | None = None) -> int:
+             out: Outputs, log: Callable[[str], None], setup: dict | None = None,
+             store: diagnose_store.Store | None = None) -> int:
+    """One test: its job objects created, watched, read and deleted, `repeatCount` times. A diagnose test (with
+    `setup`) names nodes by index and writes one folded result (`diagnose_result`), into `store` when given."""
     cat = next(c for c in plan["categories"] if c["index"] == category_index)
+    if store is not None:
+        try:
+            setup, group = _from_store(store, group, cluster)
+        except (ConfigMapMissing, ValueError) as exc:
+            log(f"run: test {group.get('id')}: {exc}; no job created")
+            return 1
     diagnose = setup is not None
     if diagnose and "kind" in group:  # single-node screens, one job per node of the item
-        return run_screen_batch(plan, category_index, group, ctx, cluster, out, log, setup)
+        return run_screen_batch(plan, category_index, group, ctx, cluster, out, log, setup, store)
     if diagnose:  # a diagnose test names nodes by index (see nvcre_hera.nodeindex)
         indices = to_nodes(group["ranges"]) if "ranges" in group else list(group["nodes"])
         names = resolve(indices, setup, cluster.list_nodes())
@@ -236,8 +278,11 @@ def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobCon
         _delete_on_stop(cluster, alive, log)
         raise
     # the GPU is not known to this step: keep every metric a threshold may judge on any GPU (a few bytes)
-    out.write("metrics", diagnose_result(group["id"], results, dict.fromkeys(threshold_metrics(options), ""))
-              if diagnose else results)
+    if diagnose:
+        return _diagnose_out(group["id"], diagnose_result(group["id"], results,
+                                                          dict.fromkeys(threshold_metrics(options), "")),
+                             cluster, out, log, store)
+    out.write("metrics", results)
     for name, value in ({} if diagnose else run_outputs(group["id"], results[0]["nodes"] if results else [],
                                                         results)).items():
         out.write(name, value)  # what the compiled workflow's nvcre_nccl_busbw_gbs gauge reads
@@ -258,7 +303,8 @@ def _delete_on_stop(cluster: Cluster, alive: list[str], log: Callable[[str], Non
 
 
 def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx: JobContext, cluster: Cluster,
-                     out: Outputs, log: Callable[[str], None], setup: dict) -> int:
+                     out: Outputs, log: Callable[[str], None], setup: dict,
+                     store: diagnose_store.Store | None = None) -> int:
     """A batch of single-node diagnose screens: one job of the screen's kind per node, every one created before any
     is awaited (they share no node and use no switch port, so they run at once), `repeatCount` times. One value
     per node comes back (`values`, in the order of the batch's nodes; None where that node's job failed, with its
@@ -272,8 +318,8 @@ def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx
         cat = screen_category(kind, next(c for c in plan["categories"] if c["index"] == category_index))
     except UnknownScreen as err:  # a failed test, as the planner reads it; no job was created
         log(f"run: test {group.get('id')}: {err}; no job created")
-        out.write("metrics", [{**base, "status": "failed", "busBandwidthGBps": None, "reasons": [str(err)]}])
-        return 0
+        return _diagnose_out(base["id"], [{**base, "status": "failed", "busBandwidthGBps": None,
+                                           "reasons": [str(err)]}], cluster, out, log, store)
     plan = {**plan, "categories": [cat if c["index"] == category_index else c for c in plan["categories"]]}
     names = resolve(indices, setup, cluster.list_nodes())
     entry, options = plan_entry(cat), cat["options"]
@@ -319,10 +365,9 @@ def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx
         raise
     values = [None if w is None else round(w, 1) for w in worst]
     log(f"run: {kind} screens {base['id']}: {sum(v is not None for v in values)} of {len(values)} node(s) measured")
-    out.write("metrics", [{**base, "status": "ok", "values": screen_values.pack(values),
-                           **({"why": why} if why else {}),
-                           **({"leftover": leftover} if leftover else {})}])
-    return 0
+    return _diagnose_out(base["id"], [{**base, "status": "ok", "values": screen_values.pack(values),
+                                       **({"why": why} if why else {}),
+                                       **({"leftover": leftover} if leftover else {})}], cluster, out, log, store)
 
 
 def diagnose_result(test_id: str, runs: list[dict], thresholds: dict) -> list[dict]:
