@@ -32,13 +32,13 @@ def source(record: dict) -> str:
     return "near-miss" if record.get("nm") else "screens" if record.get("sk") else "search"
 
 
-def trials(nodes: int, count: int, seed: int, trigger: str = "full-run") -> dict:
+def trials(nodes: int, count: int, seed: int, trigger: str = "full-run", screens_max_nodes: int | None = None) -> dict:
     out = {"nodes": nodes, "trigger": trigger, "trials": count, "accused": 0, "screens": 0, "near-miss": 0,
            "search": 0, "held": 0}
     for s in range(seed, seed + count):
         oracle, _bad = kind_oracle(nodes, 0, "slow-nic", 0.8, NOISE, random.Random(s), DIP)
         rng = random.Random(s * 7919 + 17)  # the bench's stream, so a trial here is that trial
-        config = planner_config("screened", nodes, 8, s)
+        config = planner_config("screened", nodes, 8, s, screens_max_nodes)
         if trigger == "workflow":  # as bench.py's --trigger workflow: no full run, the user's floor as the bar
             full: float | bool = False
             config["threshold"] = round(THRESHOLD_SHARE * oracle.healthy(list(range(nodes))), 2)
@@ -61,9 +61,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--trigger", choices=("full-run", "workflow"), default="full-run")
+    ap.add_argument("--screens-max-nodes", type=int, default=None,
+                    help="raise the planner's screens cap (1024) for the trials: 4096 screens the 4096-node ones")
     a = ap.parse_args(argv)
     for n in (int(x) for x in a.nodes.split(",")):
-        print(json.dumps(trials(n, a.trials, a.seed, a.trigger)), flush=True)
+        print(json.dumps(trials(n, a.trials, a.seed, a.trigger, a.screens_max_nodes)), flush=True)
     return 0
 
 

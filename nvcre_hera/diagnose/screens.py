@@ -58,11 +58,12 @@ KINDS = ("loopback", "intra")
 #: screens run from this many nodes up: below it, a median of few nodes is a poor yardstick and the screen rounds
 #: cost more than a search of so few nodes (measured: docs/diagnose-screens.md)
 MIN_NODES = 32
-#: and up to this many: each screen is one test item, and a round of them is stored in the Workflow (at 4096 nodes
-#: 381-1344 KiB of parameters against 126-220 without screens, docs/diagnose-screens.md "Above 1024 nodes"). The
-#: benches raise it to measure that: `nvcre bench diagnose --screens-max-nodes` through the config's
-#: ``screensMaxNodes``, `bench/bench_diagnose_scale.py --screens-max-nodes` in its own process. No Certification
-#: sets it
+#: and up to this many. Storage no longer bounds it (the diagnose store keeps a screen round's values out of the
+#: Workflow: 53-125 KiB at 4096 nodes); time does: where the healthy rest misses the user's floor, the near-miss phase
+#: and the restarts after it took 13-43 rounds and up to 383 simulated minutes at 4096 nodes, against 8-19 and 87
+#: without screens (docs/diagnose-screens.md "Above 1024 nodes"). The benches raise it to measure that: `nvcre bench
+#: diagnose --screens-max-nodes` through the config's ``screensMaxNodes``, `bench/bench_diagnose_scale.py
+#: --screens-max-nodes` in its own process. No Certification sets it
 MAX_NODES = 1024
 Z = 3.5  # a screen below 1 − Z·σ̂ of its kind's median is low
 SIGMA_FLOOR = 0.005
