@@ -13,6 +13,7 @@ import yaml
 from nvcre_hera.cli import main as cli_main
 from nvcre_hera.sim.cluster import load_sim_cluster
 from nvcre_hera.steps import screen_values
+from nvcre_hera.steps.diagnose_store import Store, manifest
 from test_steps import CLUSTERS, MIXED, discover, plan_for, step
 
 DIAGNOSE = ("[{domain: communication, variant: nccl-all-reduce, "
@@ -55,16 +56,27 @@ class Screens:
         names = [n["metadata"]["name"] for n in self.cluster.list_nodes()]
         self.index = {name: i for i, name in enumerate(sorted(names))}  # every node is eligible in these clusters
 
+    def run_item(self, item: dict) -> tuple[int, dict | None, list[str]]:
+        """The run step on one test item, as the compiled workflow runs it: the item and the setup in the diagnose
+        store (put there as a plan step would), the item's id on the command line, the result read back."""
+        store = Store("wf-diagnose-0", "nvcre", "wf", "u1")
+        self.cluster.create_configmap(manifest(store))
+        self.cluster.patch_configmap(store.name, {"setup": json.dumps(self.setup),
+                                                  f"test.{item['id']}": json.dumps(item)})
+        code, files, lines = step(["run", "--plan", json.dumps(self.plan), "--category", "0", "--group",
+                                   json.dumps({"id": item["id"]}), "--platform", self.platform, "--gpu", self.gpu,
+                                   *(["--nic", json.dumps(self.nic)] if self.nic else []), "--workflow-name", "wf",
+                                   "--workflow-uid", "u1", "--namespace", "nvcre", "--store", store.name],
+                                  self.cluster)
+        assert json.loads(files["metrics"]) == []  # the result is in the store
+        stored = self.cluster.read_configmap(store.name).get(f"result.{item['id']}")
+        return code, None if stored is None else json.loads(stored)[0], lines
+
     def run(self, node: str, kind: str, test_id: str = "s0") -> tuple[dict, list[str]]:
         item = {"id": test_id, "ranges": [[self.index[node], self.index[node] + 1]], "network": False, "kind": kind,
                 "each": True}
-        code, files, lines = step(["run", "--plan", json.dumps(self.plan), "--category", "0", "--group",
-                                   json.dumps(item), "--platform", self.platform, "--gpu", self.gpu,
-                                   *(["--nic", json.dumps(self.nic)] if self.nic else []), "--workflow-name", "wf",
-                                   "--workflow-uid", "u1", "--namespace", "nvcre", "--setup",
-                                   json.dumps(self.setup)], self.cluster)
+        code, result, lines = self.run_item(item)
         assert code == 0  # a failed test is data
-        (result,) = json.loads(files["metrics"])
         return result, lines
 
     def value(self, node: str, kind: str) -> float:
@@ -162,11 +174,8 @@ def test_a_batch_runs_one_single_node_job_per_node_all_at_once():
     screens = Screens("healthy-h100-16.yaml")
     item = {"id": "s0", "ranges": [[0, 2]], "network": False, "kind": "intra", "each": True}
     t0 = screens.cluster.now()
-    code, files, _ = step(["run", "--plan", json.dumps(screens.plan), "--category", "0", "--group", json.dumps(item),
-                           "--platform", "aws", "--gpu", "h100", "--workflow-name", "wf", "--workflow-uid", "u1",
-                           "--namespace", "nvcre", "--setup", json.dumps(screens.setup)], screens.cluster)
+    code, result, _ = screens.run_item(item)
     took = screens.cluster.now() - t0
-    (result,) = json.loads(files["metrics"])
     repeats = int(screens.plan["categories"][0]["options"].get("repeatCount") or 1)
     values = screen_values.unpack(result["values"])  # packed as it travels the Workflow
     assert code == 0 and result["status"] == "ok" and result["values"].startswith(screen_values.PREFIX)
@@ -195,10 +204,7 @@ def test_the_thresholds_are_not_held_against_a_screen():
 def test_a_test_without_kind_has_none_in_its_result():
     screens = Screens("healthy-h100-16.yaml")
     item = {"id": "r1-t0", "ranges": [[0, 2]], "network": True}
-    code, files, _ = step(["run", "--plan", json.dumps(screens.plan), "--category", "0", "--group", json.dumps(item),
-                           "--platform", "aws", "--gpu", "h100", "--workflow-name", "wf", "--workflow-uid", "u1",
-                           "--namespace", "nvcre", "--setup", json.dumps(screens.setup)], screens.cluster)
-    (result,) = json.loads(files["metrics"])
+    code, result, _ = screens.run_item(item)
     assert code == 0 and result["status"] == "ok" and "kind" not in result
     (job,) = screens.manifests
     assert json.loads(job["metadata"]["annotations"]["nvcre-hera.dev/test-spec"])["nodes"] == ["gpu-node-01",
@@ -206,16 +212,20 @@ def test_a_test_without_kind_has_none_in_its_result():
 
 
 def _plan_with(monkeypatch: pytest.MonkeyPatch, tests: list[dict]) -> dict:
-    """plan_step with the planner replaced by one that answers `tests` once; returns the written items."""
+    """plan_step with the planner replaced by one that answers `tests` once; returns the items it stored."""
     import nvcre_hera.steps.plan_step as plan_step_module
     from nvcre_hera.steps.io import Outputs
 
     monkeypatch.setattr(plan_step_module, "plan", lambda state, results, config, now=None: {
         "tests": tests, "state": {"x": 1}, "stats": {"rounds": 1}})
+    from nvcre_hera.steps.diagnose_store import Store
+
     screens = Screens("healthy-h100-16.yaml")
     out = Outputs("/tmp/nvcre", in_memory=True)
-    assert plan_step_module.plan_step(screens.setup, None, [], screens.cluster, out, lambda line: None) == 0
-    return json.loads(out.files["/tmp/nvcre/tests"])
+    store = Store("wf-diagnose-0", "nvcre", "wf", "u1")
+    assert plan_step_module.plan_step(screens.setup, None, screens.cluster, out, lambda line: None, store) == 0
+    ids = [t["id"] for t in json.loads(out.files["/tmp/nvcre/tests"])]  # the Workflow carries ids, the store items
+    return [json.loads(screens.cluster.read_configmap(store.name)[f"test.{i}"]) for i in ids]
 
 
 def test_plan_step_passes_kind_through_only_when_given(monkeypatch):

@@ -82,6 +82,32 @@ def test_active_deadline_and_timeout_fail_at_the_deadline():
     assert run.by_name("wf.slow2").finished == 90.0
 
 
+def test_the_runner_is_told_when_the_pod_will_be_killed():
+    """A runner that runs a step to its end in process must keep it from acting after its pod was killed (the
+    diagnose store's writes: docs/diagnose-store.md): each request says when, the earliest of its deadlines."""
+    seen: dict[str, float | None] = {}
+
+    def record(req: PodRequest) -> PodResult:
+        seen[req.template] = req.kill_time
+        return PodResult(exit_code=0, duration_s=1)
+
+    run_workflow(wf("""
+- name: main
+  dag:
+    tasks:
+    - {name: a, template: short}
+    - {name: b, template: free, depends: a}
+- name: short
+  activeDeadlineSeconds: 60
+  timeout: "2m"
+  container: {image: x}
+- name: free
+  container: {image: x}
+""", activeDeadlineSeconds=1000), record, pod_start_overhead_s=0)
+    assert seen["short"] == 60.0
+    assert seen["free"] == 1000.0  # only the workflow's deadline: 1000 s from the start, the pod started at 1 s
+
+
 def test_workflow_deadline_and_exit_handler_sees_status():
     """docs/walk-through/exit-handlers.md: onExit runs after the entrypoint with {{workflow.status}} and
     {{workflow.failures}}, also after spec.activeDeadlineSeconds stopped the workflow."""

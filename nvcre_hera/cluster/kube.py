@@ -174,15 +174,9 @@ class KubeCluster:
     def apply_configmap(self, manifest: dict) -> str:
         """Create the ConfigMap, or replace it when it exists (the judge's NVSentinel node lists; RBAC for it in
         manifests/components/nvsentinel)."""
-        from kubernetes.client.exceptions import ApiException
-
         name = manifest["metadata"]["name"]
-        namespace = manifest["metadata"].get("namespace") or self.namespace
-        try:
-            self._call(self.core.create_namespaced_config_map, namespace, manifest)
-        except ApiException as err:
-            if getattr(err, "status", None) != 409:
-                raise
+        if not self.create_configmap(manifest):
+            namespace = manifest["metadata"].get("namespace") or self.namespace
             self._call(self.core.replace_namespaced_config_map, name, namespace, manifest)
         return name
 

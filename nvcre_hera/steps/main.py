@@ -45,8 +45,8 @@ def _results_arg(text: str) -> tuple[int, object]:
     return int(index), _json_arg(payload)
 
 
-STORE_HELP = ("diagnose: the ConfigMap that carries the planner's state and the tests' results "
-              "(steps/diagnose_store.py); without it they travel as parameters")
+STORE_HELP = ("diagnose: the ConfigMap that carries the planner's state, the test items and the results "
+              "(steps/diagnose_store.py)")
 
 
 def _store(args: argparse.Namespace) -> Store | None:
@@ -75,17 +75,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workflow-name", required=True)
     p.add_argument("--workflow-uid", required=True)
     p.add_argument("--namespace", required=True)
-    p.add_argument("--setup", type=_json_arg, default=None, help="diagnose: how node indices map to nodes")
     p.add_argument("--store", default=None, help=STORE_HELP)
     p.add_argument("--out", default="/tmp/nvcre")
     p = sub.add_parser("plan")
-    p.add_argument("--setup", type=_json_arg, required=True, help="null below the first level with --store")
-    p.add_argument("--state", type=_json_arg, required=True)
-    p.add_argument("--results", type=_json_arg, default=[], help="without --store: the last round's results")
-    p.add_argument("--store", default=None, help=STORE_HELP)
-    p.add_argument("--workflow-name", default=None)
-    p.add_argument("--workflow-uid", default=None)
-    p.add_argument("--namespace", default=None)
+    p.add_argument("--setup", type=_json_arg, required=True, help="discovery's; null below the first level")
+    p.add_argument("--state", type=_json_arg, required=True, help="null on the first level, then the state's key")
+    p.add_argument("--store", required=True, help=STORE_HELP)
+    p.add_argument("--workflow-name", required=True)
+    p.add_argument("--workflow-uid", required=True)
+    p.add_argument("--namespace", required=True)
     p.add_argument("--out", default="/tmp/nvcre")
     p = sub.add_parser("judge")
     p.add_argument("--plan", type=_json_arg, required=True)
@@ -145,13 +143,11 @@ def main(argv: list[str] | None = None, *, cluster: Cluster | None = None, outpu
 
         ctx = context_from_plan(args.plan, workflow_name=args.workflow_name, workflow_uid=args.workflow_uid,
                                 namespace=args.namespace, platform=args.platform, gpu=args.gpu, nic=args.nic)
-        return run_test(args.plan, args.category, args.group, ctx, cluster, out, say, setup=args.setup,
-                        store=_store(args))
+        return run_test(args.plan, args.category, args.group, ctx, cluster, out, say, store=_store(args))
     if args.step == "plan":
         from nvcre_hera.steps.plan_step import plan_step
 
-        return plan_step(args.setup, args.state, args.results, cluster, out, say,
-                         clock=time.time if in_pod else None, store=_store(args))
+        return plan_step(args.setup, args.state, cluster, out, say, _store(args), clock=time.time if in_pod else None)
     if args.step == "judge":
         from nvcre_hera.steps.verdict import judge_step
 

@@ -278,23 +278,18 @@ def _store_round(store: diagnose_store.Store, cluster: Cluster, level: int, setu
         **({diagnose_store.state_key(level - 1): None} if level else {}), **dict.fromkeys(gone)})
 
 
-def plan_step(setup: dict | None, state: Any, aggregated: Any, cluster: Cluster, out: Outputs,
-              log: Callable[[str], None], clock: Callable[[], float] | None = None,
-              store: diagnose_store.Store | None = None) -> int:
-    """One round. `clock` dates the round history: the wall clock in a pod (pods run on different machines, so a
-    monotonic clock would not compare), the simulated cluster's clock locally; the plan step starts once the
-    previous round has ended, so its reading is when that round ended. With `store`, the setup (after the first
-    level), the state and the last round's results come from the diagnose store, and the new state and test items
-    go there (steps/diagnose_store.py); without, they travel as the parameters `setup`, `state`, `aggregated` and
-    the `tests` output."""
-    if store is not None:
-        try:
-            level, setup, carried, aggregated = _from_store(setup, state, cluster, store)
-        except (StoreError, ValueError) as exc:
-            log(f"plan: {exc}: no verdict")
-            return 1
-    else:
-        level, carried = 0, unpack_state(state)
+def plan_step(setup: dict | None, state: Any, cluster: Cluster, out: Outputs, log: Callable[[str], None],
+              store: diagnose_store.Store, clock: Callable[[], float] | None = None) -> int:
+    """One round. The setup (after the first level), the state and the last round's results come from the diagnose
+    store, and the new state and test items go there (steps/diagnose_store.py); the Workflow gets the state's key
+    and the tests' ids. `clock` dates the round history: the wall clock in a pod (pods run on different machines,
+    so a monotonic clock would not compare), the simulated cluster's clock locally; the plan step starts once the
+    previous round has ended, so its reading is when that round ended."""
+    try:
+        level, setup, carried, aggregated = _from_store(setup, state, cluster, store)
+    except (StoreError, ValueError) as exc:
+        log(f"plan: {exc}: no verdict")
+        return 1
     ledger = job_ledger(carried.get("jobs"), aggregated)
     seen = measured(carried.get("measured"), aggregated, setup["config"].get("thresholds") or {})
     results = with_missing(compact_results(aggregated), list(carried.get("issued") or []))
@@ -306,17 +301,13 @@ def plan_step(setup: dict | None, state: Any, aggregated: Any, cluster: Cluster,
     tests = answer["tests"]
     new_state = {"planner": answer["state"], "jobs": ledger, "measured": seen, "issued": [t["id"] for t in tests]}
     items = _items(tests)
-    if store is not None:
-        try:
-            _store_round(store, cluster, level, setup, carried, new_state, items)
-        except ConfigMapMissing as exc:
-            log(f"plan: {exc}: no verdict")
-            return 1
-        out.write("state", json.dumps(diagnose_store.ref(level + 1)))
-        out.write("tests", [{"id": item["id"]} for item in items])  # the run step reads the item in the store
-    else:
-        out.write("state", pack_state(new_state))
-        out.write("tests", items)
+    try:
+        _store_round(store, cluster, level, setup, carried, new_state, items)
+    except ConfigMapMissing as exc:
+        log(f"plan: {exc}: no verdict")
+        return 1
+    out.write("state", json.dumps(diagnose_store.ref(level + 1)))
+    out.write("tests", [{"id": item["id"]} for item in items])  # the run step reads the item in the store
     out.write("next", [0] if tests else [])
     # the verdict is handed up every level of the recursion (compile/diagnose.py FINAL_EXPRESSION): packed
     out.write("final", packed_json.wrap({**named_verdict(answer, setup, cluster), "cleanup": ledger, "measured": seen,

@@ -169,13 +169,10 @@ def _from_store(store: diagnose_store.Store, group: dict, cluster: Cluster) -> t
 
 
 def _diagnose_out(test_id: str, result: list[dict], cluster: Cluster, out: Outputs, log: Callable[[str], None],
-                  store: diagnose_store.Store | None) -> int:
-    """A diagnose test's result: into the diagnose store when there is one (the plan step reads it there, and the
-    `metrics` output stays `[]`), else as the `metrics` output. A result the store does not take is one the
-    planner never sees: the test counts as failed (plan_step.with_missing)."""
-    if store is None:
-        out.write("metrics", result)
-        return 0
+                  store: diagnose_store.Store) -> int:
+    """A diagnose test's result goes into the diagnose store (the plan step reads it there; the `metrics` output
+    stays `[]`). A result the store does not take is one the planner never sees: the test counts as failed
+    (plan_step.with_missing)."""
     out.write("metrics", [])
     try:
         cluster.patch_configmap(store.name, {diagnose_store.result_key(test_id): diagnose_store.encode(result)})
@@ -186,18 +183,18 @@ def _diagnose_out(test_id: str, result: list[dict], cluster: Cluster, out: Outpu
 
 
 def run_test(plan: dict[str, Any], category_index: int, group: dict, ctx: JobContext, cluster: Cluster,
-             out: Outputs, log: Callable[[str], None], setup: dict | None = None,
-             store: diagnose_store.Store | None = None) -> int:
+             out: Outputs, log: Callable[[str], None], store: diagnose_store.Store | None = None) -> int:
     """One test: its job objects created, watched, read and deleted, `repeatCount` times. A diagnose test (with
-    `setup`) names nodes by index and writes one folded result (`diagnose_result`), into `store` when given."""
+    `store`) gets only its id: it reads its item and the node index in the store, names nodes by index, and writes
+    one folded result (`diagnose_result`) there."""
     cat = next(c for c in plan["categories"] if c["index"] == category_index)
-    if store is not None:
+    diagnose = store is not None
+    if diagnose:
         try:
             setup, group = _from_store(store, group, cluster)
         except (ConfigMapMissing, ValueError) as exc:
             log(f"run: test {group.get('id')}: {exc}; no job created")
             return 1
-    diagnose = setup is not None
     if diagnose and "kind" in group:  # single-node screens, one job per node of the item
         return run_screen_batch(plan, category_index, group, ctx, cluster, out, log, setup, store)
     if diagnose:  # a diagnose test names nodes by index (see nvcre_hera.nodeindex)
@@ -303,8 +300,7 @@ def _delete_on_stop(cluster: Cluster, alive: list[str], log: Callable[[str], Non
 
 
 def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx: JobContext, cluster: Cluster,
-                     out: Outputs, log: Callable[[str], None], setup: dict,
-                     store: diagnose_store.Store | None = None) -> int:
+                     out: Outputs, log: Callable[[str], None], setup: dict, store: diagnose_store.Store) -> int:
     """A batch of single-node diagnose screens: one job of the screen's kind per node, every one created before any
     is awaited (they share no node and use no switch port, so they run at once), `repeatCount` times. One value
     per node comes back (`values`, in the order of the batch's nodes; None where that node's job failed, with its
