@@ -9,6 +9,7 @@ Usage: python e2e/differential.py [--state-dir .e2e/run] [--only SUBSTRING] [--j
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import sys
 import threading
@@ -26,6 +27,8 @@ CERTS = ROOT / "examples" / "certifications"
 CLUSTERS = ROOT / "examples" / "clusters"
 OUT = ROOT / "out" / "e2e"
 LOCAL_RUNS = threading.Lock()
+ADMIN_LOCK = threading.Lock()
+ADMIN_CORE: dict[str, Any] = {}  # state dir -> CoreV1Api as the admin (stores_left)
 SCALE = 200.0  # simulated seconds per real second (docs/e2e.md "Time")
 
 
@@ -233,7 +236,10 @@ def stores_left(state_dir: str, workflow: str, uid: str, action: str | None) -> 
     from nvcre_hera.steps.diagnose_store import NAME_SUFFIX
 
     state = load_state(state_dir)
-    core = client.CoreV1Api(config.new_client_from_config(str(state.admin_kubeconfig)))
+    with ADMIN_LOCK:  # one admin client for every case's check, made once
+        if state_dir not in ADMIN_CORE:
+            ADMIN_CORE[state_dir] = client.CoreV1Api(config.new_client_from_config(str(state.admin_kubeconfig)))
+    core = ADMIN_CORE[state_dir]
     found = core.list_namespaced_config_map(state.namespace, label_selector=f"{WORKFLOW_LABEL}={workflow}").items
     stores = [cm for cm in found if NAME_SUFFIX in cm.metadata.name]
     problems = []
@@ -253,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="")
     p.add_argument("--jobs", type=int, default=8)
     args = p.parse_args(argv)
+    # a crash in C (one CI run on 6dd3fd2 ended with "Segmentation fault", exit 139, after 22 cases; another had
+    # before) prints every thread's Python stack to stderr, so the next one says where
+    faulthandler.enable(all_threads=True)
     from nvcre_hera.podrunner.process import ensure_runner
     from nvcre_hera.controlplane import ensure_up
 
