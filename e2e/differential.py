@@ -201,8 +201,8 @@ def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
             wf = case.mutate(wf) if case.mutate else wf
             wf["metadata"].update(name=argo.run.name, uid=argo.run.uid)
             return wf
-        with LOCAL_RUNS:  # one local run at a time: each takes seconds, and their in-process output capture is
-            # then never entered by two threads at once (a third CI run once died in that capture, exit 139)
+        with LOCAL_RUNS:  # one local run at a time: each takes seconds (the crash once put down to two of them at
+            # once was a capture taking its stream out of sys while another thread printed: steps/inprocess.py)
             local = run_local(str(ROOT / case.cert), case.cluster, mutate=same_identity)
         want = summary_of(local.run, local.report)
         row["disagreements"] = diff(want, got)
@@ -259,8 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default="")
     p.add_argument("--jobs", type=int, default=8)
     args = p.parse_args(argv)
-    # a crash in C (one CI run on 6dd3fd2 ended with "Segmentation fault", exit 139, after 22 cases; another had
-    # before) prints every thread's Python stack to stderr, so the next one says where
+    # a crash in C prints every thread's Python stack to stderr. It showed where two CI runs' "Segmentation fault"
+    # came from: a print in one thread while another's step capture took its stream out of sys (python/cpython#130163;
+    # nvcre_hera/steps/inprocess.py now never does)
     faulthandler.enable(all_threads=True)
     from nvcre_hera.podrunner.process import ensure_runner
     from nvcre_hera.controlplane import ensure_up

@@ -2,7 +2,8 @@
 
 The interleaving below is the one that silenced `make e2e` in CI: thread A starts capturing, thread B starts, A ends
 first, B ends last. With `contextlib.redirect_stdout` B's exit restored A's dead buffer as `sys.stdout`, and every
-later print of the process was lost (the differential's summary line among them).
+later print of the process was lost (the differential's summary line among them). And a capture that took its proxy
+out of sys again crashed the process (below).
 """
 
 import sys
@@ -41,9 +42,22 @@ def test_overlapping_captures_ending_out_of_order_restore_the_streams(capsys) ->
     for t in threads:
         t.join(5)
     print("from main after")
-    assert sys.stdout is before_out and sys.stderr is before_err
+    # the proxies stay in sys, writing a thread that does not capture to the streams that were there before
+    assert sys.stdout.fallback is before_out and sys.stderr.fallback is before_err
     assert got == {"a": "from a\n", "b": "from b\n"}
     assert capsys.readouterr().out == "from main while a captures\nfrom main after\n"
+
+
+def test_a_capture_never_takes_a_stream_out_of_sys(capsys) -> None:
+    """CPython 3.11's print() holds a borrowed reference to sys.stdout: a stream taken out of sys while another thread
+    prints to it can be freed under that print (python/cpython#130163; `make e2e` died so, exit 139). After the first
+    capture the object in sys stays the same, however captures start and end."""
+    with captured_output():
+        installed = sys.stdout, sys.stderr
+    for _ in range(3):
+        with captured_output():
+            assert (sys.stdout, sys.stderr) == installed
+        assert (sys.stdout, sys.stderr) == installed
 
 
 def test_argparse_rejection_is_the_pod_exit_code_and_its_log(capsys) -> None:

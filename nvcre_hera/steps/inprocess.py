@@ -42,19 +42,25 @@ class _PerThreadStream(io.TextIOBase):
 
 _STREAMS = ("stdout", "stderr")
 _lock = threading.Lock()
-_open = 0
+# Every proxy ever installed, kept for the life of the process: CPython 3.11's print() holds a borrowed reference to
+# sys.stdout (Python/bltinmodule.c builtin_print, `_PySys_GetAttr`), so a stream that one thread takes out of sys
+# while another prints to it can be freed under that print: a segmentation fault (python/cpython#130163, fixed by
+# python/cpython#130503 in later releases). `make e2e` died so, exit 139, with faulthandler showing one thread in
+# print() and another in a step's capture. So the proxies go into sys once and are never taken out or freed; they
+# write every thread that is not capturing to the stream that was there before, which they keep alive.
+_installed: list[_PerThreadStream] = []
 
 
 @contextmanager
 def captured_output() -> Iterator[io.StringIO]:
     """What this thread prints to stdout or stderr inside the block, in order; other threads print as before."""
-    global _open
     with _lock:
         for name in _STREAMS:
-            if not isinstance(getattr(sys, name), _PerThreadStream):
-                setattr(sys, name, _PerThreadStream(getattr(sys, name)))
+            if not isinstance(getattr(sys, name), _PerThreadStream):  # first use, or something else replaced it
+                proxy = _PerThreadStream(getattr(sys, name))
+                _installed.append(proxy)
+                setattr(sys, name, proxy)
         proxies = [getattr(sys, name) for name in _STREAMS]
-        _open += 1
     buffer = io.StringIO()
     previous = [getattr(p.local, "buffer", None) for p in proxies]
     for proxy in proxies:
@@ -64,12 +70,6 @@ def captured_output() -> Iterator[io.StringIO]:
     finally:
         for proxy, before in zip(proxies, previous):
             proxy.local.buffer = before
-        with _lock:
-            _open -= 1
-            if _open == 0:
-                for name, proxy in zip(_STREAMS, proxies):
-                    if getattr(sys, name) is proxy:
-                        setattr(sys, name, proxy.fallback)
 
 
 def run_step(argv: list[str], *, cluster: Any, outputs: Any) -> tuple[int, str]:
