@@ -23,7 +23,7 @@ fresh start: a missing setup or state stops the plan step, a test whose item is 
 result is a test that sent none (failed, `plan_step.with_missing`).
 
 The plan step of level 0 creates the ConfigMap, owned by the Workflow (deleted with it) and labelled with it; the
-Workflow's exit handler deletes it (`steps/cleanup.py`). Pure here: names, keys and the manifest.
+Workflow's exit handler deletes it (`steps/cleanup.py`). Pure here but `read`: names, keys and the manifest.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from nvcre_hera.cluster.base import MANAGED_BY_LABEL, MANAGED_BY_VALUE, WORKFLOW_LABEL
+from nvcre_hera.cluster.base import MANAGED_BY_LABEL, MANAGED_BY_VALUE, WORKFLOW_LABEL, Cluster
 
 REF_PREFIX = "nvcre-cm:"
 SETUP_KEY = "setup"
@@ -51,6 +51,21 @@ class Store:
     namespace: str
     workflow_name: str
     workflow_uid: str
+
+
+class StoreUnreadable(ValueError):
+    """The store, or a key a step needs in it, is gone: that step gives no result, never a fresh start."""
+
+
+def read(cluster: Cluster, store: Store, required: tuple[str, ...]) -> dict[str, str]:
+    """The store's data, holding every `required` key; StoreUnreadable naming what is missing."""
+    data = cluster.read_configmap(store.name)
+    if data is None:
+        raise StoreUnreadable(f"the diagnose store ConfigMap {store.name} does not exist")
+    for key in required:
+        if key not in data:
+            raise StoreUnreadable(f"the diagnose store ConfigMap {store.name} has no {key}")
+    return data
 
 
 def store_name(workflow_name: str, category_index: int | str) -> str:
@@ -103,5 +118,5 @@ def level_of(value: str) -> int:
     return int(number)
 
 
-__all__ = ["REF_PREFIX", "SETUP_KEY", "Store", "encode", "is_ref", "level_of", "manifest", "ref", "result_key",
-           "state_key", "store_name", "test_key"]
+__all__ = ["REF_PREFIX", "SETUP_KEY", "Store", "StoreUnreadable", "encode", "is_ref", "level_of", "manifest", "read",
+           "ref", "result_key", "state_key", "store_name", "test_key"]

@@ -53,8 +53,8 @@ def _store(args: argparse.Namespace) -> Store | None:
     """The diagnose store a run or plan step was given, or None."""
     if not args.store:
         return None
-    return Store(name=args.store, namespace=args.namespace or "", workflow_name=args.workflow_name or "",
-                 workflow_uid=args.workflow_uid or "")
+    return Store(name=args.store, namespace=args.namespace, workflow_name=args.workflow_name,
+                 workflow_uid=args.workflow_uid)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -221,30 +221,20 @@ def unpack_state(state: Any) -> dict:
     raise ValueError(f"the diagnose state is not one this plan step wrote: {str(state)[:60]!r}")
 
 
-class StoreError(RuntimeError):
-    """The diagnose store cannot give what the plan step needs (gone, or its state missing): no verdict, never a
-    fresh start."""
-
-
 def _from_store(setup: dict | None, state: Any, cluster: Cluster,
                 store: diagnose_store.Store) -> tuple[int, dict, dict, list]:
     """(level, setup, carried state, the runs the last round's tests stored) from the store; level 0 creates it
     and takes the setup it was given (the levels below get none: the store has it)."""
     if state is None:
         if not isinstance(setup, dict):
-            raise StoreError("the first plan step got no setup")
+            raise ValueError("the first plan step got no setup")
         cluster.create_configmap(diagnose_store.manifest(store))  # False for a retried first plan step: reuse it
         return 0, setup, {}, []
     try:
         level = diagnose_store.level_of(state)
     except ValueError as exc:
-        raise StoreError(f"the diagnose state: {exc}") from None
-    data = cluster.read_configmap(store.name)
-    if data is None:
-        raise StoreError(f"the diagnose store ConfigMap {store.name} does not exist")
-    for key in (diagnose_store.SETUP_KEY, diagnose_store.state_key(level)):
-        if key not in data:
-            raise StoreError(f"the diagnose store ConfigMap {store.name} has no {key}")
+        raise ValueError(f"the diagnose state: {exc}") from None
+    data = diagnose_store.read(cluster, store, (diagnose_store.SETUP_KEY, diagnose_store.state_key(level)))
     carried = unpack_state(data[diagnose_store.state_key(level)])
     runs = []
     for test_id in carried.get("issued") or []:
@@ -287,7 +277,7 @@ def plan_step(setup: dict | None, state: Any, cluster: Cluster, out: Outputs, lo
     previous round has ended, so its reading is when that round ended."""
     try:
         level, setup, carried, aggregated = _from_store(setup, state, cluster, store)
-    except (StoreError, ValueError) as exc:
+    except ValueError as exc:  # the store, the setup or the state missing or unreadable: no verdict, never a restart
         log(f"plan: {exc}: no verdict")
         return 1
     ledger = job_ledger(carried.get("jobs"), aggregated)
@@ -323,4 +313,4 @@ def plan_step(setup: dict | None, state: Any, cluster: Cluster, out: Outputs, lo
     return 0
 
 
-__all__ = ["StoreError", "compact_history", "compact_results", "job_ledger", "measured", "plan_step", "with_missing"]
+__all__ = ["compact_history", "compact_results", "job_ledger", "measured", "plan_step", "with_missing"]
