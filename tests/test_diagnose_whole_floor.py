@@ -2,10 +2,11 @@
 
 Scripted measurements (ours, as in test_diagnose_budget.py): healthy busbw falls with the group's size, as in the
 simulated cluster (`nvcre_hera/sim/model.py` `scale_efficiency`), so the parts of 63 healthy nodes read 310 GB/s and
-the 63 together 290, under the user's 300. Node 5 reads 270 in every job: a deficit as mild as the rest's, so
-the final check's fingerprint (the least deficit a defect left behind would show) is near the rest's own reading. What this proves is the planner's
-stopping rule on those values; how often the search meets such a floor, and what it costs there, is the scale
-bench's question (`bench/bench_diagnose_scale.py 1024`).
+the 63 together 290, under the user's 300. Node 5 reads 270 in every job: a deficit as mild as the rest's, so the
+final check's fingerprint (the least deficit a defect left behind would show) is near the rest's own reading. The
+last test uses test_diagnose_screens.py's stand-in cluster, with the same fall in size. What these prove is the
+planner's stopping rule on those values, not that a real cluster's busbw falls so; how often the search meets such a
+floor, and what it costs there, is the scale bench's question (`bench/bench_diagnose_scale.py 1024`).
 """
 
 from __future__ import annotations

@@ -59,9 +59,10 @@ KINDS = ("loopback", "intra")
 #: cost more than a search of so few nodes (measured: docs/diagnose-screens.md)
 MIN_NODES = 32
 #: and up to this many. Storage no longer bounds it (the diagnose store keeps a screen round's values out of the
-#: Workflow: 53-125 KiB at 4096 nodes); time does: where the healthy rest misses the user's floor, the near-miss phase
-#: and the restarts after it took 13-43 rounds and up to 383 simulated minutes at 4096 nodes, against 8-19 and 87
-#: without screens (docs/diagnose-screens.md "Above 1024 nodes"). The benches raise it to measure that: `nvcre bench
+#: Workflow: 53-60 KiB at 4096 nodes); time does: where the healthy rest misses the user's floor, screens take 47 / 57
+#: / 64 simulated minutes at 4096 nodes against 32 / 34 / 87 without (the restarts that took up to 383 are bounded
+#: since 36dfeb5), and a dip in V0 can leave a healthy near miss held (docs/diagnose-screens.md "Above 1024
+#: nodes"). The benches raise it to measure that: `nvcre bench
 #: diagnose --screens-max-nodes` through the config's ``screensMaxNodes``, `bench/bench_diagnose_scale.py
 #: --screens-max-nodes` in its own process. No Certification sets it
 MAX_NODES = 1024
