@@ -43,10 +43,9 @@ CALIBRATE_ARITY = 6  # arity of the first split when no baseline is known (see `
 PASSES_IF_A_FLAPPER_MAY_HIDE = 3  # final-check passes needed then (a flapper at 1/2 passes three in a row 1 in 8)
 LINK_PRIOR = 0.2  # prior weight of a defect between the parts of a split, against one inside them (which sums to 1)
 #: the least ratio to healthy, on average, of a rest that misses the user's floor only as one job
-#: (`_missed_as_a_whole`):
-#: healthy busbw falls with the group's size (about 2 % an octave in the simulated cluster, nvcre_hera/sim/model.py
-#: `scale_efficiency`), which a reference fitted on the parts does not see; a bad link reads at its own deficit (20 %
-#: in the bench) and a missed slow node at its own
+#: (`_missed_as_a_whole`): healthy busbw falls with the group's size (about 2 % an octave in the simulated cluster,
+#: nvcre_hera/sim/model.py `scale_efficiency`), which a reference fitted on the parts does not see; a bad link reads
+#: at its own deficit (20 % in the bench) and a missed slow node at its own
 WHOLE_SHORTFALL = 0.9
 
 

@@ -59,12 +59,12 @@ KINDS = ("loopback", "intra")
 #: cost more than a search of so few nodes (measured: docs/diagnose-screens.md)
 MIN_NODES = 32
 #: and up to this many. Storage no longer bounds it (the diagnose store keeps a screen round's values out of the
-#: Workflow: 53-60 KiB at 4096 nodes); time does: where the healthy rest misses the user's floor, screens take 47 / 57
-#: / 64 simulated minutes at 4096 nodes against 32 / 34 / 87 without (the restarts that took up to 383 are bounded
-#: since 36dfeb5), and a dip in V0 can leave a healthy near miss held (docs/diagnose-screens.md "Above 1024
-#: nodes"). The benches raise it to measure that: `nvcre bench
-#: diagnose --screens-max-nodes` through the config's ``screensMaxNodes``, `bench/bench_diagnose_scale.py
-#: --screens-max-nodes` in its own process. No Certification sets it
+#: Workflow: 55-66 KiB at 4096 nodes); time does: where the healthy rest misses the user's floor, screens take 48 / 57
+#: / 83 simulated minutes at 4096 nodes against 32 / 34 / 87 without, and where it meets the floor a final check
+#: reading low against the parts' flat reference restarts the search (one draw in eight: 133 minutes;
+#: docs/diagnose-screens.md "Above 1024 nodes"). The benches raise it to measure that: `nvcre bench diagnose
+#: --screens-max-nodes` through the config's ``screensMaxNodes``, `bench/bench_diagnose_scale.py --screens-max-nodes`
+#: in its own process. No Certification sets it
 MAX_NODES = 1024
 Z = 3.5  # a screen below 1 − Z·σ̂ of its kind's median is low
 SIGMA_FLOOR = 0.005
