@@ -84,6 +84,9 @@ class SimCluster:
         self._nodes = build_nodes(spec)
         self._gpus = node_gpus(self.body)
         self._cliques = {n["metadata"]["name"]: n["metadata"]["labels"].get(CLIQUE_LABEL) for n in self._nodes}
+        # name -> position, so that a job's nodes are found without a scan of the cluster (25 000 single-node
+        # screen jobs of a 4096-node diagnose with screens scanned 4096 nodes each: 29.5 s of real time, 21.1 now)
+        self._position = {n["metadata"]["name"]: i for i, n in enumerate(self._nodes)}
         self._events = health_events(self.body.faults)
         self._offsets = {name: max(-3 * LOTTERY_SIGMA, min(3 * LOTTERY_SIGMA, random.Random(
             _seed(self.body.seed, "lottery", name)).gauss(0.0, LOTTERY_SIGMA))) for name in self._gpus}
@@ -217,8 +220,8 @@ class SimCluster:
         """Taints, resources and RDMA devices of the job's GPU pods on its nodes (sim.placement)."""
         ref = ((manifest.get("spec") or {}).get("runtimeRef") or {}).get("name")
         manifests = [manifest, *([self._dependency_manifests[ref]] if ref in self._dependency_manifests else [])]
-        wanted = set(nodes)
-        return check_pods(manifests, [n for n in self._nodes if n["metadata"]["name"] in wanted])
+        at = sorted({self._position[n] for n in nodes if n in self._position})  # in the cluster's order, as before
+        return check_pods(manifests, [self._nodes[i] for i in at])
 
     def _step_faults(self, name: str, nodes: list[str]) -> None:
         """`step-crash` / `step-stall` (sim.spec.STEP_KINDS): the test pod itself dies or blocks."""
