@@ -41,6 +41,7 @@ DIP_PRIOR = 0.05  # prior odds that a branch's only failing run was a dip rather
 INFER_LLR = 2.5  # evidence a branch needs before its last part may be inferred rather than tested
 CALIBRATE_ARITY = 6  # arity of the first split when no baseline is known (see `_schedule_k`)
 PASSES_IF_A_FLAPPER_MAY_HIDE = 3  # final-check passes needed then (a flapper at 1/2 passes three in a row 1 in 8)
+REMEASURE_SHARE = 0.02  # the least posterior share of the defect for which a part is measured again
 LINK_PRIOR = 0.2  # prior weight of a defect between the parts of a split, against one inside them (which sums to 1)
 #: the least ratio to healthy, on average, of a rest that misses the user's floor only as one job
 #: (`_missed_as_a_whole`): healthy busbw falls with the group's size (about 2 % an octave in the simulated cluster,
@@ -354,7 +355,11 @@ def _decide_k(ctx: Ctx, it: dict, fp: float, L: float) -> list[dict]:
     post = {i: w / z for i, w in cands.items()}
     top = max(post, key=post.get) if post else None
     between = (w_noise + w_link) / z
-    if between >= POSTERIOR or top is None or (it["rm"] >= MAX_REMEASURE and between > post[top]):
+    worth = [i for i, p in post.items() if p >= REMEASURE_SHARE]
+    # no part worth another run (each under REMEASURE_SHARE) leaves only what lies between them, or a dip: the
+    # probe's re-test asks. Re-measuring none used to schedule nothing, and the planner, stuck, left the whole
+    # group unresolved after one run (a healthy group whose run read 0.95 of its parts: between at 0.946)
+    if between >= POSTERIOR or top is None or not worth or (it["rm"] >= MAX_REMEASURE and between > post[top]):
         if it["inf"] and it["root"]:
             return [new_probe(ctx, it["root"][0], it["root"][1], fp, retest=True)]
         return [new_probe(ctx, it["s"], parts, fp, retest=True)]
@@ -367,7 +372,7 @@ def _decide_k(ctx: Ctx, it: dict, fp: float, L: float) -> list[dict]:
                 ctx.state["def"].append(parts[i])
         return new
     it["rm"] += 1
-    it["rq"] = [i for i, p in post.items() if p >= 0.02]
+    it["rq"] = worth
     return [it]
 
 
