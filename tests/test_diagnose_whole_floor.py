@@ -6,7 +6,9 @@ the 63 together 290, under the user's 300. Node 5 reads 270 in every job: a defi
 final check's fingerprint (the least deficit a defect left behind would show) is near the rest's own reading. The
 last test uses test_diagnose_screens.py's stand-in cluster, with the same fall in size. What these prove is the
 planner's stopping rule on those values, not that a real cluster's busbw falls so; how often the search meets such a
-floor, and what it costs there, is the scale bench's question (`bench/bench_diagnose_scale.py 1024`).
+floor, and what it costs there, is the scale bench's question (`bench/bench_diagnose_scale.py 1024`). The last
+three tests script a healthy 64 whose whole-group check reads under the parts (`_healthy_scale`): how far under the
+floor and under the parts decides between settling on that run, a re-test and the probe.
 """
 
 from __future__ import annotations
@@ -102,9 +104,20 @@ def _whole_jobs(rounds: list[list[dict]]) -> int:
     return sum(1 for tests in rounds for t in tests if len(t["nodes"]) == 64)
 
 
+def test_a_whole_group_run_far_under_a_floor_its_parts_meet_is_settled_without_a_re_test():
+    """No run handed over (the workflow's trigger): every part meets the 355 floor, the whole-group check reads 330,
+    0.91 of its parts and more than 2σ under the floor. The boundary probe would re-test the same 64 first and settle
+    the same verdict on the two (`_settle_retested_rest`); the group is left unresolved on the one run
+    (`adaptive._settled_on_failing_run`), never released. Before, two runs of the whole group."""
+    out, rounds = _drive(_healthy_scale(330.0), _config(64, threshold=355.0), [])
+    assert out["suspects"] == [] and out["releases"] == []
+    assert [sorted(group) for group in out["unresolved"]] == [list(range(64))]
+    assert _whole_jobs(rounds) == 1
+
+
 def test_a_whole_group_run_a_little_under_the_floor_is_re_tested():
     """No run handed over (the workflow's trigger): every part meets the 355 floor and the whole-group check reads
-    345, 0.95 of its parts. Nothing in a part explains it (each part's share of the defect under REMEASURE_SHARE)
+    345, 0.95 of its parts and within 2σ of the floor (so not settled on that run: noise may explain the miss). Nothing in a part explains it (each part's share of the defect under REMEASURE_SHARE)
     and what lies between the parts or a dip holds 0.946, under POSTERIOR: the probe's re-test asks which. Before,
     the planner re-measured the parts worth it, none, scheduled nothing, and left the 64 unresolved after one run
     (in 400 noise-only diagnoses at 256 nodes, σ 5 % and 5 % dips, it did so twice)."""
