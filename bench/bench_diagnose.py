@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     if not a.json:
         print(format_table(r), "\n")
     check("noise-only failure: accused in <= 1% of trials", ad["accusedRate"] <= 0.01, f"{ad['accusedRate']}")
-    # issue 11, what users pay: the screened adaptive (the workflow's default from 32 to 1024 nodes) against the best
+    # issue 11, what users pay: the screened adaptive (the workflow's default from 32 to 4096 nodes) against the best
     # halving of a margin sweep on the same seeds; minutes from the simulated cluster's duration model
     for k in (1, 2):
         r = bench(1024, k, 0.8, 0.03, 8, T, ("halving", "screened"), S, halving_margins=(0.05, 0.075, 0.1))

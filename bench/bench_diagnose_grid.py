@@ -4,7 +4,7 @@
                                         [--trigger full-run|workflow] [--threshold-share 0.9] [--table-only]
 
 Each cell runs halving (with its margin swept on the same seeds), adaptive without screens and `screened` (the
-workflow's default from 32 to 1024 nodes) on the same seeded scenarios: cap 8, σ 3 % + 1 % dips, the planner told
+workflow's default from 32 to 4096 nodes) on the same seeded scenarios: cap 8, σ 3 % + 1 % dips, the planner told
 neither; fault factor 0.8, 0.5 for slow-gpu and nvlink (a 20 %-slow GPU hardly shows in a multi-node job). Writes
 one JSON per cell to --out and prints the markdown table of the README (its last column: the share of trials whose
 verdict released a faulty node or both ends of a bad link, `bench.faults_released`). A measurement: it checks no
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threshold-share", type=float, default=THRESHOLD_SHARE)
     ap.add_argument("--screens-max-nodes", type=int, default=None,
                     help="the largest group `screened` screens (nvcre bench diagnose --screens-max-nodes; "
-                    "default screens.MAX_NODES, 1024)")
+                    "default screens.MAX_NODES, 4096)")
     ap.add_argument("--table-only", action="store_true",
                     help="print the table from the cells' JSON already in --out, running nothing")
     a = ap.parse_args(argv)

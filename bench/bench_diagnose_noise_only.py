@@ -7,8 +7,8 @@ that made it (issue 11's ≤ 1 % target; docs/diagnose-screens.md).
 A trial is `nvcre bench diagnose --faults 0 --noise 0.05 --dip 0.05 --strategies screened`'s: a healthy cluster
 whose full-group run was a transient dip, σ 5 % and 5 % dips, the planner told neither. With `--trigger workflow`
 it is that command's `--trigger workflow` trial instead: no full-group run handed over, and the user's threshold at
-90 % of the healthy full-group busbw (a run of the whole group can still dip below it). Above 1024 nodes screens
-are off (`screens.MAX_NODES`), so there `screened` is the `adaptive` search alone. An accusation is the
+90 % of the healthy full-group busbw (a run of the whole group can still dip below it). Above 4096 nodes screens
+are off (`screens.MAX_NODES`), so there `screened` would be the `adaptive` search alone. An accusation is the
 screens' lows in a row (`sk` in the planner's record), their near-miss test (`nm`), or the `adaptive` search
 after the hand-over (neither). Also counted: `held`, the trials whose verdict holds a healthy node back, unaccused,
 as a near miss the screens could not decide (`screens.hold_undecided`: not an accusation, but not handed back).

@@ -147,11 +147,11 @@ def run_scenario(nodes: int, label: str, floor: int | None, held: int | None, dr
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="bench_diagnose_scale.py", description=__doc__.splitlines()[0])
-    ap.add_argument("nodes", nargs="?", type=int, default=NODES, help="1024: the largest group the screens run on")
+    ap.add_argument("nodes", nargs="?", type=int, default=NODES, help="1024: the scale the e2e runs beside 4096")
     ap.add_argument("--draws", type=int, default=DRAWS, help="workflow identities per scenario (noise draws)")
     ap.add_argument("--screens-max-nodes", type=int, default=None,
-                    help="raise the planner's screens.MAX_NODES (1024) in this process, as a measurement: 4096 "
-                    "screens the 4096-node runs")
+                    help="set the planner's screens.MAX_NODES (4096) in this process, as a measurement: 1024 "
+                    "runs the 4096-node diagnoses without screens")
     a = ap.parse_args(argv)
     with screens_cap(a.screens_max_nodes):
         results = [run_scenario(a.nodes, *scenario, draws=a.draws) for scenario in SCENARIOS]
@@ -161,8 +161,8 @@ def main(argv: list[str] | None = None) -> int:
 @contextlib.contextmanager
 def screens_cap(nodes: int | None) -> Iterator[None]:
     """The planner's screens cap (`screens.MAX_NODES`) set to `nodes` for the block, then restored; None leaves it.
-    What the storage goal costs is measured so: no Certification raises the cap, and the local executor runs the
-    plan step in this process."""
+    What the screens cost and buy at 4096 nodes is measured so (1024: the runs without them): no Certification sets
+    the cap, and the local executor runs the plan step in this process."""
     from nvcre_hera.diagnose import screens
 
     before = screens.MAX_NODES

@@ -58,14 +58,15 @@ KINDS = ("loopback", "intra")
 #: screens run from this many nodes up: below it, a median of few nodes is a poor yardstick and the screen rounds
 #: cost more than a search of so few nodes (measured: docs/diagnose-screens.md)
 MIN_NODES = 32
-#: and up to this many. Storage no longer bounds it (the diagnose store keeps a screen round's values out of the
-#: Workflow: 55-66 KiB at 4096 nodes); time does: where the healthy rest misses the user's floor, screens take 48 / 57
-#: / 83 simulated minutes at 4096 nodes against 32 / 34 / 87 without, and where it meets the floor a final check
-#: reading low against the parts' flat reference restarts the search (one draw in eight: 133 minutes;
-#: docs/diagnose-screens.md "Above 1024 nodes"). The benches raise it to measure that: `nvcre bench diagnose
-#: --screens-max-nodes` through the config's ``screensMaxNodes``, `bench/bench_diagnose_scale.py --screens-max-nodes`
-#: in its own process. No Certification sets it
-MAX_NODES = 1024
+#: and up to this many, the largest size measured (docs/diagnose-screens.md "Up to 4096 nodes"). At 4096 they take
+#: node faults to 0.50-0.57 x the best halving's wall as the workflow runs them (0.88-1.64 x without), a mix's
+#: faults handed back in 39-80 % of trials to 6-18 %, and noise-only accusations from 3.1 % to 0.2 %; they cost
+#: flapping nodes handed back more often, bad links more minutes, and where the healthy rest misses the user's floor
+#: 43 simulated minutes in the median against 34 (`bench/bench_diagnose_scale.py`): the trade made at 1024 too.
+#: The benches set another cap: `nvcre bench diagnose --screens-max-nodes` through the config's
+#: ``screensMaxNodes``, `bench/bench_diagnose_scale.py --screens-max-nodes` in its own process. No Certification
+#: sets it
+MAX_NODES = 4096
 Z = 3.5  # a screen below 1 − Z·σ̂ of its kind's median is low
 SIGMA_FLOOR = 0.005
 SIGMA_UPPER = 2.0  # σ̂ × (1 + SIGMA_UPPER/√n): a spread estimated from n values is itself uncertain
