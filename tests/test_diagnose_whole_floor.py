@@ -117,8 +117,9 @@ def test_a_whole_group_run_far_under_a_floor_its_parts_meet_is_settled_without_a
 
 def test_a_whole_group_run_a_little_under_the_floor_is_re_tested():
     """No run handed over (the workflow's trigger): every part meets the 355 floor and the whole-group check reads
-    345, 0.95 of its parts and within 2σ of the floor (so not settled on that run: noise may explain the miss). Nothing in a part explains it (each part's share of the defect under REMEASURE_SHARE)
-    and what lies between the parts or a dip holds 0.946, under POSTERIOR: the probe's re-test asks which. Before,
+    345, 0.95 of its parts and within 2σ of the floor (so not settled on that run: noise may explain the miss).
+    Nothing in a part explains it (each part's share of the defect under REMEASURE_SHARE) and what lies between the
+    parts or a dip holds 0.946, under POSTERIOR: the probe's re-test asks which. Before,
     the planner re-measured the parts worth it, none, scheduled nothing, and left the 64 unresolved after one run
     (in 400 noise-only diagnoses at 256 nodes, σ 5 % and 5 % dips, it did so twice)."""
     out, rounds = _drive(_healthy_scale(345.0), _config(64, threshold=355.0), [])

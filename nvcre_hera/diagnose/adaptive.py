@@ -48,6 +48,9 @@ LINK_PRIOR = 0.2  # prior weight of a defect between the parts of a split, again
 #: nvcre_hera/sim/model.py `scale_efficiency`), which a reference fitted on the parts does not see; a bad link reads
 #: at its own deficit (20 % in the bench) and a missed slow node at its own
 WHOLE_SHORTFALL = 0.9
+#: how far under the floor (in σ) a rest's failing run must read to settle it without a re-test
+#: (`_settled_on_failing_run`): closer, noise may explain the miss and a re-test may meet the floor
+FLOOR_MISS_SIGMAS = 2.0
 
 
 def start(ctx: Ctx, full_value: float | None, measured: bool, whole: int | None = None) -> None:
@@ -351,7 +354,7 @@ def _decide_k(ctx: Ctx, it: dict, fp: float, L: float) -> list[dict]:
     w_link = LINK_PRIOR if not untested and len(parts) > 1 and not weak and solid else 0.0
     z = sum(cands.values()) + w_noise + w_link
     if z <= 0:
-        return [] if _settled_on_failing_run(ctx, it) else [new_probe(ctx, it["s"], parts, fp, retest=True)]
+        return _probe_or_settle(ctx, it, parts, fp)
     post = {i: w / z for i, w in cands.items()}
     top = max(post, key=post.get) if post else None
     between = (w_noise + w_link) / z
@@ -362,7 +365,7 @@ def _decide_k(ctx: Ctx, it: dict, fp: float, L: float) -> list[dict]:
     if between >= POSTERIOR or top is None or not worth or (it["rm"] >= MAX_REMEASURE and between > post[top]):
         if it["inf"] and it["root"]:
             return [new_probe(ctx, it["root"][0], it["root"][1], fp, retest=True)]
-        return [] if _settled_on_failing_run(ctx, it) else [new_probe(ctx, it["s"], parts, fp, retest=True)]
+        return _probe_or_settle(ctx, it, parts, fp)
     if post[top] >= POSTERIOR or it["rm"] >= MAX_REMEASURE:
         odds = math.log(max(post[top], 1e-9) / max(1 - post[top], 1e-9))
         measured = tested[top]
@@ -507,7 +510,7 @@ def _settle_retested_rest(ctx: Ctx, probe: dict, retest: int | None, others: lis
     nodes, each test run three times). Only when nothing else is open, so that the job held every node the verdict
     would release."""
     st = ctx.state
-    rest = ns.from_nodes(sorted(set(ns.to_nodes(st["G"])) - held_nodes(st)))
+    rest = _rest(st)
     failing = [o for o in st.get("fo0") or [] if ctx.ref.obs[o][1] == ns.size(rest)]
     if others or retest is None or probe["p"] != rest or not failing:
         return
@@ -526,16 +529,27 @@ def _settled_on_failing_run(ctx: Ctx, it: dict) -> bool:
     at 256 and 1024 nodes). A bad link between the parts reads at its own deficit, under WHOLE_SHORTFALL, and is
     probed as before. Only when nothing else is open, as there."""
     st = ctx.state
-    rest = ns.from_nodes(sorted(set(ns.to_nodes(st["G"])) - held_nodes(st)))
+    rest = _rest(st)
     runs = [o for o in it.get("raw") or [] if ctx.ref.obs[o][1] == ns.size(rest)]
     thr = ctx.config.get("threshold")
     if it["s"] != rest or not runs or any(w is not it for w in st["work"]) or not _missed_as_a_whole(ctx, runs):
         return False
-    if any(ctx.ref.obs[o][0] >= float(thr) * (1 - 2 * ctx.sigma) for o in runs):
+    if any(ctx.ref.obs[o][0] >= float(thr) * (1 - FLOOR_MISS_SIGMAS * ctx.sigma) for o in runs):
         return False
     _unresolve(st, rest)
     vouch(ctx, rest)
     return True
+
+
+def _rest(st: dict) -> list:
+    """The group without the nodes the verdict never releases (`state.held_nodes`), as range sets."""
+    return ns.from_nodes(sorted(set(ns.to_nodes(st["G"])) - held_nodes(st)))
+
+
+def _probe_or_settle(ctx: Ctx, it: dict, parts: list, fp: float) -> list[dict]:
+    """Every part of `it` passed: the boundary probe, whose first step re-tests the whole, unless the failing run
+    already settles the rest (`_settled_on_failing_run`)."""
+    return [] if _settled_on_failing_run(ctx, it) else [new_probe(ctx, it["s"], parts, fp, retest=True)]
 
 
 def _passes_run_by_run(runs: list[float]) -> bool | None:
