@@ -141,9 +141,11 @@ def test_dips_alone_accuse_nobody_and_the_verdict_comes_quickly():
         accused += bool(final["suspects"])
         lengths.append(len(rounds))
     assert accused <= 1
-    # two screen rounds, a re-screen of the nodes that dipped, V0 twice (nothing accused: only a dip explains), and
-    # with no threshold one round of the rest's parts, which V0 is judged against
-    assert statistics.median(lengths) <= 6
+    # two screen rounds, a re-screen of the nodes that dipped and V0; nothing accused (only a dip explains), so twice
+    # more a pass of the screens (and a watch of a node low twice) and V0; then one round of the rest's parts, which
+    # V0 is judged against without a threshold. 6 rounds before the repeats: a screen round is 0.5 simulated minutes
+    # here, a V0 1.1 (docs/diagnose-screens.md, "Flapping nodes")
+    assert statistics.median(lengths) <= 16
 
 
 def test_with_nobody_accused_the_rest_must_pass_three_times_before_the_failure_is_put_down_to_a_dip():
@@ -454,3 +456,89 @@ def test_the_near_miss_record_is_dropped_once_the_screens_are_over(seed):
         results, state = [cluster.result(t) for t in out["tests"]], out["state"]
     assert out["done"] and [s["node"] for s in out["suspects"]] == [17]
     assert kept_while_screening and after  # the record existed, and rounds ran after the screens
+
+
+class Flapping(Cluster):
+    """`Cluster` with one node's NIC slow (0.78) on a script instead of a coin: its i-th loopback screen is low when
+    `script[i]` is 1 (healthy once the script runs out), and no multi-node job sees the flap, so every V0 passes. A
+    flapping NIC on a fixed schedule: what the planner makes of the pattern is the test, not a seed's luck. Not
+    proven here: that a real NIC flaps job by job (reference fault-localization.md §4.6 models intermittent faults
+    so; unverified on hardware)."""
+
+    def __init__(self, n, node, script, **kw):
+        super().__init__(n, **kw)
+        self.node, self.script, self.screens = node, script, 0
+
+    def value(self, nodes, kind=None):
+        v = super().value(nodes, kind)
+        if kind == "loopback" and nodes == [self.node]:
+            i, self.screens = self.screens, self.screens + 1
+            return v * 0.78 if i < len(self.script) and self.script[i] else v
+        return v
+
+
+def _released(final):
+    return {x for g in final["releases"] for lo, hi in g["nodes"] for x in range(lo, hi)}
+
+
+def _full_passes(rounds, kind, n):
+    """Rounds in which a screen of `kind` ran on (nearly) every node: the first pass and each repeat."""
+    return sum(1 for tests in rounds if sum(len(t["nodes"]) for t in tests if t.get("kind") == kind) >= n - 1)
+
+
+def test_a_flapping_nic_low_in_separate_episodes_is_accused_as_intermittent():
+    """Before, a re-screen that passed cleared each low as a dip, V0 passed three times with the flap off, and this
+    node was released. Now the unexplained failure sends every node through the screens again before each V0
+    re-run, the node, low twice, is watched (screened every round), and its lows add up across episodes until the
+    intermittent test accuses it."""
+    script = [1, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0]
+    c = Flapping(64, 9, script, seed=1)
+    final, rounds = drive(c, config(64), full=380.0 * 0.75)
+    s = {x["node"]: x for x in final["suspects"]}
+    assert list(s) == [9] and s[9]["detail"] == "Intermittent"
+    # the confidence is the share of its screens that were low, counted here from the script
+    assert s[9]["confidence"] == pytest.approx(sum(script[:c.screens]) / c.screens, abs=1e-4)
+    assert 9 not in _released(final)
+    assert _full_passes(rounds, "loopback", 64) >= 2  # the screens went over the group again
+
+
+def test_a_healthy_node_that_dipped_twice_is_watched_then_cleared():
+    """Two dips far apart: watched (screened more often than the others), its passes clear it; nobody accused,
+    nothing held, every node released."""
+    c = Flapping(64, 9, [1, 0, 0, 1], seed=1)
+    final, rounds = drive(c, config(64), full=380.0 * 0.75)
+    assert final["suspects"] == [] and final["unresolved"] == []
+    assert _released(final) == set(range(64))
+    others = sum(1 for tests in rounds for t in tests if t.get("kind") == "loopback" and 10 in t["nodes"])
+    assert c.screens > others + 3
+
+
+def test_flap_evidence_weighs_lows_against_the_dip_rate_of_the_others():
+    """By hand: 1000 loopback screens with 10 cleared lows, of which the node's own 5 (and its 10 screens) are left
+    out: d̂⁺ = (5 + 1 + 2·√6) / 990 ≈ 0.01101; 5 lows in 10 screens give 5·ln(0.5/d̂⁺) + 5·ln(0.5/(1 − d̂⁺)) ≈ 15.67,
+    past Wald's bound at 256 nodes, ln(2·256/0.0025) ≈ 12.23; 2 lows in 10 (d̂⁺ = (8 + 1 + 2·3) / 990) give
+    2·ln(0.5/d̂⁺) + 8·ln(0.5/(1 − d̂⁺)) ≈ 1.57, not."""
+    sc = {"k": ["loopback", "intra"], "c": {"loopback": [1000, 10, 10, 0.7], "intra": [1000, 0, 0, 1.0]}}
+    assert screens.flap_evidence(sc, "loopback", 10, 5) == pytest.approx(15.669, abs=0.01)
+    assert screens.flap_evidence(sc, "loopback", 10, 2) == pytest.approx(1.570, abs=0.01)
+    assert screens.flap_evidence(sc, "loopback", 10, 0) < 0  # passes only: no flap
+    # a kind whose healthy nodes dip half the time tells nothing
+    sc["c"]["intra"] = [100, 60, 60, 0.7]
+    assert screens.flap_evidence(sc, "intra", 4, 4) == 0.0
+
+
+def test_a_watched_node_is_held_only_when_dips_alone_would_rarely_give_its_lows():
+    """By hand, 16 screens, d̂⁺ = (5 + 1 + 2·√6) / 984 ≈ 0.01108, 256 nodes, 2 kinds, one pass: 5 lows have
+    C(16, 5)·d̂⁺⁵ ≈ 7.3e-7, × 512 ≈ 3.7e-4 ≤ 1 % (held); 3 lows ≈ 7.7e-4 × 512 ≈ 0.39 (not held)."""
+    sc = {"k": ["loopback", "intra"], "c": {"loopback": [1000, 10, 10, 0.7], "intra": [1000, 0, 0, 1.0]}}
+    assert screens.flap_held(sc, "loopback", 256, 16, 5)
+    assert not screens.flap_held(sc, "loopback", 256, 16, 3)
+    sc["rep"] = 2  # three passes of the screens: three chances for the dips
+    assert screens.flap_held(sc, "loopback", 256, 16, 5)
+
+
+def test_each_pass_of_the_screens_is_another_chance_for_dips_in_a_row():
+    sc = {"k": ["loopback", "intra"], "c": {"loopback": [256, 4, 4, 0.7], "intra": [256, 0, 0, 1.0]}}
+    once = screens.healthy_chance(sc, "loopback", 256, [0.8, 0.8])
+    sc["rep"] = 2
+    assert screens.healthy_chance(sc, "loopback", 256, [0.8, 0.8]) == pytest.approx(3 * once)
