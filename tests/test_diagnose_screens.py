@@ -459,8 +459,9 @@ def test_the_near_miss_record_is_dropped_once_the_screens_are_over(seed):
 
 
 class Flapping(Cluster):
-    """`Cluster` with one node's NIC slow (0.78) on a script instead of a coin: its i-th loopback screen is low when
-    `script[i]` is 1 (healthy once the script runs out), and no multi-node job sees the flap, so every V0 passes. A
+    """`Cluster` with one node's NIC on a script instead of a coin: its i-th loopback screen runs at `script[i]` × its
+    value (`flaps("1001")`: 0.78 for a 1, healthy for a 0; healthy once the script runs out), and no multi-node
+    job sees the flap, so every V0 passes. A
     flapping NIC on a fixed schedule: what the planner makes of the pattern is the test, not a seed's luck. Not
     proven here: that a real NIC flaps job by job (reference fault-localization.md §4.6 models intermittent faults
     so; unverified on hardware)."""
@@ -473,8 +474,12 @@ class Flapping(Cluster):
         v = super().value(nodes, kind)
         if kind == "loopback" and nodes == [self.node]:
             i, self.screens = self.screens, self.screens + 1
-            return v * 0.78 if i < len(self.script) and self.script[i] else v
+            return v * self.script[i] if i < len(self.script) else v
         return v
+
+
+def flaps(pattern):
+    return [0.78 if c == "1" else 1.0 for c in pattern]
 
 
 def _released(final):
@@ -491,13 +496,14 @@ def test_a_flapping_nic_low_in_separate_episodes_is_accused_as_intermittent():
     node was released. Now the unexplained failure sends every node through the screens again before each V0
     re-run, the node, low twice, is watched (screened every round), and its lows add up across episodes until the
     intermittent test accuses it."""
-    script = [1, 0, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0]
+    script = flaps("1010110110110110")
     c = Flapping(64, 9, script, seed=1)
     final, rounds = drive(c, config(64), full=380.0 * 0.75)
     s = {x["node"]: x for x in final["suspects"]}
     assert list(s) == [9] and s[9]["detail"] == "Intermittent"
     # the confidence is the share of its screens that were low, counted here from the script
-    assert s[9]["confidence"] == pytest.approx(sum(script[:c.screens]) / c.screens, abs=1e-4)
+    lows = sum(1 for f in script[:c.screens] if f < 1)
+    assert s[9]["confidence"] == pytest.approx(lows / c.screens, abs=1e-4)
     assert 9 not in _released(final)
     assert _full_passes(rounds, "loopback", 64) >= 2  # the screens went over the group again
 
@@ -505,7 +511,7 @@ def test_a_flapping_nic_low_in_separate_episodes_is_accused_as_intermittent():
 def test_a_healthy_node_that_dipped_twice_is_watched_then_cleared():
     """Two dips far apart: watched (screened more often than the others), its passes clear it; nobody accused,
     nothing held, every node released."""
-    c = Flapping(64, 9, [1, 0, 0, 1], seed=1)
+    c = Flapping(64, 9, flaps("1001"), seed=1)
     final, rounds = drive(c, config(64), full=380.0 * 0.75)
     assert final["suspects"] == [] and final["unresolved"] == []
     assert _released(final) == set(range(64))
@@ -542,3 +548,13 @@ def test_each_pass_of_the_screens_is_another_chance_for_dips_in_a_row():
     once = screens.healthy_chance(sc, "loopback", 256, [0.8, 0.8])
     sc["rep"] = 2
     assert screens.healthy_chance(sc, "loopback", 256, [0.8, 0.8]) == pytest.approx(3 * once)
+
+
+def test_a_watched_node_that_reads_between_low_and_clear_is_watched_no_longer_than_its_cap():
+    """Low twice, then 0.985 of healthy for ever, on a noiseless stand-in (σ̂ at its 0.5 % floor): above the low line
+    (0.9825), below a clear pass (0.99), so its screens add nothing to its evidence; the watch stops after
+    WATCH_SCREENS screens of the kind all the same (counted as taken, not as evidence) and the diagnose ends."""
+    c = Flapping(64, 9, flaps("1001") + [0.985] * 60, sigma=0.0, seed=1)
+    final, rounds = drive(c, config(64), full=380.0 * 0.75)
+    assert final["done"] and 9 not in {s["node"] for s in final["suspects"]}
+    assert c.screens <= screens.WATCH_SCREENS + 4  # the cap, and the screens of the passes around it

@@ -52,11 +52,12 @@ ratio], ...]]}), ``nm`` the near misses' screens ({node: [[test index, ratio‰,
 phase (``s`` screens, ``v`` the final V0 asked, ``n`` near misses after a failing V0, ``x`` over), ``v``/``vn`` the
 V0 test in flight and its nodes, ``vok`` the nodes of a V0 that passed, ``vp`` the passes seen with nobody accused,
 ``na``/``v0``/``nr`` the accusations before the near-miss phase, the failing V0's value and the phase's rounds,
-``rep`` the repeats of the screens, ``h`` the tally ({node: [screens, lows] per kind, flat}) and ``w`` the watched
-nodes ({node: kind index}; both dropped when the screens end). An accusation made here has ``sk`` (its kind),
-``nm`` when the near-miss phase made it, and ``i`` [lows, screens] when it failed some screens only. Screen values
-never enter the multi-node healthy reference. A node whose low cleared is kept in ``st["dl"]`` (ranges), outside
-``sc``: the search pads singletons with such a node only when no other partner is free (`state.Round.partner`).
+``rep`` the repeats of the screens, ``h`` the tally ({node: [screens counted, lows, screens taken] per kind,
+flat}) and ``w`` the watched nodes ({node: kind index}; both dropped when the screens end). An accusation made
+here has ``sk`` (its kind), ``nm`` when the near-miss phase made it, and ``i`` [lows, screens] when it failed some
+screens only. Screen values never enter the multi-node healthy reference. A node whose low cleared is kept in
+``st["dl"]`` (ranges), outside ``sc``: the search pads singletons with such a node only when no other partner is
+free (`state.Round.partner`).
 """
 
 from __future__ import annotations
@@ -420,15 +421,23 @@ def _tally(sc: dict, x: int, ki: int, low: bool, clear: bool) -> None:
     if entry is None:
         if not low:
             return
-        entry = tally[str(x)] = [sc.get("rep", 0), 0] * len(sc["k"])
-    entry[2 * ki] += int(low or clear)
-    entry[2 * ki + 1] += int(low)
+        entry = tally[str(x)] = [sc.get("rep", 0), 0, sc.get("rep", 0)] * len(sc["k"])
+    entry[3 * ki] += int(low or clear)
+    entry[3 * ki + 1] += int(low)
+    entry[3 * ki + 2] += 1
 
 
 def _tallied(sc: dict, x: int, ki: int) -> tuple[int, int]:
     """(screens, lows) of kind `ki` counted for node x."""
-    entry = (sc.get("h") or {}).get(str(x)) or [0, 0] * len(sc["k"])
-    return entry[2 * ki], entry[2 * ki + 1]
+    entry = (sc.get("h") or {}).get(str(x)) or [0, 0, 0] * len(sc["k"])
+    return entry[3 * ki], entry[3 * ki + 1]
+
+
+def _taken(sc: dict, x: int, ki: int) -> int:
+    """Screens of kind `ki` node x took since its first low, clear or not (what the watch is capped by: a node that
+    reads between its low line and a clear pass adds nothing to its evidence, and would be watched for ever)."""
+    entry = (sc.get("h") or {}).get(str(x)) or [0, 0, 0] * len(sc["k"])
+    return entry[3 * ki + 2]
 
 
 def flap_evidence(sc: dict, kind: str, screens_: int, lows: int) -> float:
@@ -471,7 +480,7 @@ def _watch(ctx: Ctx, x: int, ki: int) -> None:
         return
     L = flap_evidence(sc, sc["k"][ki], screens_, lows)
     watched = sc.setdefault("w", {})
-    if L > WATCH_SHARE * _flap_bound(sc, ctx.n) and screens_ < WATCH_SCREENS:
+    if L > WATCH_SHARE * _flap_bound(sc, ctx.n) and _taken(sc, x, ki) < WATCH_SCREENS:
         watched[str(x)] = ki
         return
     if watched.get(str(x)) == ki:
