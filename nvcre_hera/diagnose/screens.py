@@ -490,8 +490,8 @@ def _watch(ctx: Ctx, x: int, ki: int) -> None:
 
 
 def _repeat(ctx: Ctx) -> None:
-    """The failure is unexplained (nobody accused, V0 passed): every node screens every kind again before V0 runs
-    once more, and nodes low twice or more are watched (`_watch`). A screen costs a third to a tenth of V0 (0.5
+    """V0 passed but must pass again (the failing run unexplained, or a node found flapping): every node screens
+    every kind again before V0 runs once more, and nodes low twice or more are watched (`_watch`). A screen costs a third to a tenth of V0 (0.5
     simulated minutes against 1.4 at 256 nodes and 5.4 at 4096) and sees a flapping NIC or GPU as often as V0
     does, and names it."""
     sc = ctx.state["sc"]
