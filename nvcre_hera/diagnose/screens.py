@@ -402,7 +402,7 @@ def _absorb_screens(ctx: Ctx, sc: dict) -> None:
                 continue
             entry = sc["low"].setdefault(str(x), [ki, []])
             entry[1].append([tid, round(v / sc["ref"][kind][0], 3)])
-            screens_, lows_ = _tallied(sc, x, ki)
+            screens_, lows_, _ = _tallied(sc, x, ki)
             # a node that also passed clearly fails some screens only (`i`, Intermittent in the report)
             flaps = (screens_, lows_) if screens_ > lows_ else None
             if accuses(sc, kind, ctx.n, [r for _t, r in entry[1]]) or \
@@ -427,17 +427,12 @@ def _tally(sc: dict, x: int, ki: int, low: bool, clear: bool) -> None:
     entry[3 * ki + 2] += 1
 
 
-def _tallied(sc: dict, x: int, ki: int) -> tuple[int, int]:
-    """(screens, lows) of kind `ki` counted for node x."""
+def _tallied(sc: dict, x: int, ki: int) -> tuple[int, int, int]:
+    """(screens counted, lows, screens taken) of kind `ki` for node x. The watch is capped by the screens taken,
+    clear or not: a node that reads between its low line and a clear pass adds nothing to its evidence, and would
+    be watched for ever."""
     entry = (sc.get("h") or {}).get(str(x)) or [0, 0, 0] * len(sc["k"])
-    return entry[3 * ki], entry[3 * ki + 1]
-
-
-def _taken(sc: dict, x: int, ki: int) -> int:
-    """Screens of kind `ki` node x took since its first low, clear or not (what the watch is capped by: a node that
-    reads between its low line and a clear pass adds nothing to its evidence, and would be watched for ever)."""
-    entry = (sc.get("h") or {}).get(str(x)) or [0, 0, 0] * len(sc["k"])
-    return entry[3 * ki + 2]
+    return entry[3 * ki], entry[3 * ki + 1], entry[3 * ki + 2]
 
 
 def flap_evidence(sc: dict, kind: str, screens_: int, lows: int) -> float:
@@ -475,12 +470,12 @@ def _watch(ctx: Ctx, x: int, ki: int) -> None:
     sc = ctx.state["sc"]
     if not sc.get("rep") or sc["p"][x] == ACCUSED:
         return
-    screens_, lows = _tallied(sc, x, ki)
+    screens_, lows, taken = _tallied(sc, x, ki)
     if lows < 2:
         return
     L = flap_evidence(sc, sc["k"][ki], screens_, lows)
     watched = sc.setdefault("w", {})
-    if L > WATCH_SHARE * _flap_bound(sc, ctx.n) and _taken(sc, x, ki) < WATCH_SCREENS:
+    if L > WATCH_SHARE * _flap_bound(sc, ctx.n) and taken < WATCH_SCREENS:
         watched[str(x)] = ki
         return
     if watched.get(str(x)) == ki:
@@ -491,9 +486,9 @@ def _watch(ctx: Ctx, x: int, ki: int) -> None:
 
 def _repeat(ctx: Ctx) -> None:
     """V0 passed but must pass again (the failing run unexplained, or a node found flapping): every node screens
-    every kind again before V0 runs once more, and nodes low twice or more are watched (`_watch`). A screen costs a third to a tenth of V0 (0.5
-    simulated minutes against 1.4 at 256 nodes and 5.4 at 4096) and sees a flapping NIC or GPU as often as V0
-    does, and names it."""
+    every kind again before V0 runs once more, and nodes low twice or more are watched (`_watch`). A screen costs a
+    third to a tenth of V0 (0.5 simulated minutes against 1.4 at 256 nodes and 5.4 at 4096) and sees a flapping NIC
+    or GPU as often as V0 does, and names it."""
     sc = ctx.state["sc"]
     sc["rep"] = sc.get("rep", 0) + 1
     sc["p"] = "".join(c if c == ACCUSED or str(x) in sc["low"] else "0" for x, c in enumerate(sc["p"]))
