@@ -422,6 +422,11 @@ def test_the_workflow_trigger_hands_no_full_run_and_the_users_floor(monkeypatch:
     plain = bench(nodes=32, faults=1, trials=1, strategies=("halving",))
     assert "trigger" not in plain["scenario"]
     assert [(c["threshold"], full) for c, full, _h in calls] == [(None, True)]
+    # a category without a bandwidth floor: no full run and no threshold either
+    calls.clear()
+    bare = bench(nodes=32, faults=1, trials=2, strategies=("screened",), trigger="no-threshold")
+    assert bare["scenario"]["trigger"] == "no-threshold" and "thresholdShare" not in bare["scenario"]
+    assert [(c.get("threshold"), full) for c, full, _h in calls] == [(None, False)] * 2
 
 
 def test_repeats_keep_each_tests_worst_run_and_a_crash_in_any(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -16,6 +16,9 @@ By default a trial starts as NVCRE's diagnose does (reference §2.2): from a fai
 planner, with no threshold. `trigger="workflow"` runs it as our compiled workflow does instead: the plan step hands no
 full run over (`nvcre_hera/steps/plan_step.py`), and the user's threshold, here `threshold_share` × the oracle's
 healthy full-group busbw, is the bar (screens' V0, an unknown root's first split, the final check).
+`trigger="no-threshold"` runs it as the workflow runs a category whose thresholds give no `busBandwidthGBps` floor
+(`steps/discover.py` `diagnose_setup`: `threshold` None): no full run and no bar, so every verdict rests on the
+healthy reference the planner fits from its own jobs.
 
 The planner is not told the oracle's noise: it starts from its own prior and learns from what it measures.
 Strategies are the planner's (`halving`, `adaptive`) plus the bench-side `screened`: adaptive with the single-node
@@ -50,7 +53,8 @@ BENCH_STRATEGIES: dict[str, tuple[str, dict]] = {
 }
 FLAP_PROBABILITY = 0.5  # a flapping node is slow in this share of the jobs it takes part in
 FULL_RUN_TRIES = 20  # draws of the full run that starts a diagnose on flapping nodes (`failing_full_run`)
-TRIGGERS = ("full-run", "workflow")  # how a trial starts: NVCRE's failing full run, or our workflow's first plan call
+#: how a trial starts: NVCRE's failing full run, or our workflow's first plan call with or without the user's floor
+TRIGGERS = ("full-run", "workflow", "no-threshold")
 THRESHOLD_SHARE = 0.9  # the workflow trigger's threshold: this share of the healthy full-group busbw
 GPUS_PER_NODE = 8
 MAX_BYTES = 1 << 34  # the sim's default nccl-tests sweep end (16 GiB), 20 iterations, 1 cycle
@@ -238,9 +242,10 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
         rng = random.Random(s * 7919 + 17)
         full: float | bool = True
         config = planner_config(strategy, nodes, cap, s, screens_max_nodes, repeats)
-        if trigger == "workflow":  # no full run: the planner's first call measures; the user's floor is the bar
+        if trigger != "full-run":  # no full run: the planner's first call measures; the user's floor, if any, judges
             full = False
-            config["threshold"] = round(threshold_share * oracle.healthy(list(range(nodes))), 2)
+            if trigger == "workflow":
+                config["threshold"] = round(threshold_share * oracle.healthy(list(range(nodes))), 2)
         elif faults == 0:  # a healthy group that failed by a transient dip alone
             full = oracle.healthy(list(range(nodes))) * (1 - rng.uniform(0.1, 0.4))
         elif oracle.flaps:
@@ -325,7 +330,8 @@ def bench(nodes: int = 1024, faults: int = 1, fault_factor: float = 0.8, noise: 
     out: dict = {
         "scenario": {"nodes": nodes, "faults": faults, "faultKind": kind, "faultFactor": fault_factor,
                      "noise": noise, "dip": dip, "cap": cap, "trials": trials, "seed": seed,
-                     **({"trigger": trigger, "thresholdShare": threshold_share} if trigger != "full-run" else {}),
+                     **({"trigger": trigger} if trigger != "full-run" else {}),
+                     **({"thresholdShare": threshold_share} if trigger == "workflow" else {}),
                      **({"repeats": repeats} if repeats > 1 else {}),
                      **({"screensMaxNodes": screens_max_nodes} if screens_max_nodes is not None else {})},
         "bounds": lower_bounds(nodes, faults, cap),
@@ -446,7 +452,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "loopback and intra screens)")
     ap.add_argument("--trigger", default="full-run", choices=TRIGGERS,
                     help="full-run: start from a failing full-group run, no threshold (NVCRE's diagnose); workflow: "
-                    "as the compiled workflow runs it, no full run and the user's threshold as the bar")
+                    "as the compiled workflow runs it, no full run and the user's threshold as the bar; no-threshold: "
+                    "as the workflow runs a category with no busBandwidthGBps threshold (no full run, no bar)")
     ap.add_argument("--threshold-share", type=float, default=THRESHOLD_SHARE,
                     help="with --trigger workflow: the threshold as a share of the healthy full-group busbw")
     ap.add_argument("--repeats", type=int, default=1,
