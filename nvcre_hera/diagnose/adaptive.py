@@ -53,9 +53,9 @@ WHOLE_SHORTFALL = 0.9
 FLOOR_MISS_SIGMAS = 2.0
 
 
-def start(ctx: Ctx, full_value: float | None, measured: bool, whole: int | None = None) -> None:
+def start(ctx: Ctx, full_value: float | None, measured: bool, whole: list[int] | None = None) -> None:
     """Seed the search with the whole group, with its failing measurement as free evidence when there is one.
-    `whole`: an observation of the whole group measured before any reference (the screens' V0), which the unknown
+    `whole`: observations of the whole group measured before any reference (the screens' V0 runs), which the unknown
     root's first split then judges instead of running the group again (`_judge_whole`)."""
     g = ctx.state["G"]
     raw = None
@@ -267,10 +267,18 @@ def _passes(ctx: Ctx, o: int | None) -> bool:
     return r is not None and r >= 1 - 3 * ctx.sigma
 
 
-def _judge_whole(ctx: Ctx, it: dict, o: int | None) -> list[dict]:
+def _ratio_or_crash(ctx: Ctx, o: int | None) -> float:
+    """Observation `o`'s ratio under the current reference; a crash (or no observation) as −1, below every ratio."""
+    r = None if o is None else ctx.r(o)
+    return -1.0 if r is None else r
+
+
+def _judge_whole(ctx: Ctx, it: dict, runs: list[int | None]) -> list[dict]:
     """The whole-group check of an unknown root whose parts all passed: a job of the whole group run for it, or the
-    screens' V0 (`w0`, measured before the parts set the healthy reference it is judged by)."""
+    screens' V0 runs (`w0`, measured before the parts set the healthy reference they are judged by), the worst of
+    them counting: a run a flapper failed is not outweighed by the runs it passed."""
     it.pop("w", None)
+    o = min(runs, key=lambda i: _ratio_or_crash(ctx, i))
     if _passes(ctx, o):  # nothing inside a part, nothing between parts: done, no suspects
         ctx.mark_ok(ns.to_nodes(ctx.state["G"]))
         vouch(ctx, ctx.state["G"])
@@ -287,7 +295,7 @@ def _result_k(ctx: Ctx, it: dict) -> list[dict]:
     ids: dict[str, str] = it.pop("t")
     it.pop("rq", None)
     if "w" in ids:
-        return _judge_whole(ctx, it, ctx.oid(ids["w"]))
+        return _judge_whole(ctx, it, [ctx.oid(ids["w"])])
     oids = {int(i): ctx.oid(t) for i, t in ids.items()}
     fp, L = _fp_of(ctx, it, oids)
     po = it.setdefault("po", [[] for _ in it["parts"]])

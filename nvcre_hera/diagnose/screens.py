@@ -672,6 +672,10 @@ def _result_v0(ctx: Ctx, tid: str | None, final: bool) -> None:
         explained = None  # nothing to compare V0 with yet: the search's first split sets the reference
     held = ns.to_nodes(sc.get("vn") or [])
     flapping = any(a.get("i") for a in st["acc"])
+    if thr is None and explained is not False:
+        # no threshold: every V0 that passed the failing run (or had nothing to be judged by) is kept for `_settle`
+        # to judge against healthy, not only the last; a flapper passes some V0s and fails others
+        sc.setdefault("vo", []).append([ctx.oid(tid), sc.get("vn") or []])
     if explained and ((full and not st["acc"]) or flapping) and \
             sc.get("vp", 0) < adaptive.PASSES_IF_A_FLAPPER_MAY_HIDE - 1:
         # nothing accused, so only a dip would explain the failing run, or a flapping node was found and another
@@ -687,16 +691,13 @@ def _result_v0(ctx: Ctx, tid: str | None, final: bool) -> None:
     if explained is None:
         # no threshold and no failing run (a category without a bandwidth floor): V0 still holds the whole rest, so
         # the search's first split judges it once a reference is set, instead of running the rest a second time
-        sc["vo"] = ctx.oid(tid)
         sc["vok"] = sc.get("vn") or []
         if final:
             _end(sc)
             _settle(ctx)
         return
     if explained:
-        if thr is None and st["acc"]:  # judged against the failing run only: `_settle` checks it against healthy
-            sc["vo"] = ctx.oid(tid)
-        else:
+        if thr is not None or not st["acc"]:  # else judged against the failing run only: `_settle` judges it
             ctx.mark_ok(held)
         sc["vok"] = sc.get("vn") or []
         if final:
@@ -720,23 +721,28 @@ def _settle(ctx: Ctx) -> None:
     run and still failing (`tests/test_diagnose_release.py`: 67 of its 1300 random mixes released both ends of a
     bad link this way).
     Then the search takes the rest over as an unknown root: its first split sets a healthy reference, and V0 is
-    judged against it as the whole-group check (`adaptive._judge_whole`), so no second job of the rest runs. With
+    judged against it as the whole-group check (`adaptive._judge_whole`), so no second job of the rest runs. When V0
+    ran more than once (a node found flapping), its worst run that held no node accused since counts: against the
+    failing run a flapper's 0.8 passes too, and judging only the last run let one through. With
     nobody accused V0 held the very nodes of the failing run, passing twice: a fault that stays would have failed it
     as it failed that run, so it settles them (the check would only give the search more dips to accuse: noise-only
     false accusations rose from 0.7 / 1.0 / 0.5 % to 1.9 / 1.5 / 2.0 % at N = 64 / 256 / 1024). The same check
     judges V0 when there is neither a threshold nor a failing run (the workflow, for a category without a bandwidth
     floor); with a threshold V0 met it and nothing is left to check."""
-    sc = ctx.state["sc"]
-    o = sc.pop("vo", None)
-    if o is None:
+    sc, st = ctx.state["sc"], ctx.state
+    runs = sc.pop("vo", None) or []
+    if not runs or (sc.get("f") and not st["acc"]):
         adaptive.vouch(ctx, sc["vok"])
         return
-    _hand_over(ctx, None, False, whole=o)
+    # the runs of V0 that held no node accused since: a run that held one may owe its deficit to it
+    accused = {a["node"] for a in st["acc"]}
+    clean = [o for o, vn in runs if not accused & set(ns.to_nodes(vn))]
+    _hand_over(ctx, None, False, whole=clean or [runs[-1][0]])
 
 
-def _hand_over(ctx: Ctx, v0: float | None, failing: bool, whole: int | None = None) -> None:
+def _hand_over(ctx: Ctx, v0: float | None, failing: bool, whole: list[int] | None = None) -> None:
     """The `adaptive` search takes the rest over, with V0 as its failing measurement when `failing` (`whole`: V0's
-    observation, for the unknown root to judge once its parts set a reference)."""
+    observations, for the unknown root to judge once its parts set a reference)."""
     sc, st = ctx.state["sc"], ctx.state
     _end(sc)
     rest = _rest(ctx)
