@@ -1,7 +1,8 @@
 """What diagnose costs users, per fault kind (issue 11): the README's grid of `nvcre bench diagnose` cells.
 
     python bench/bench_diagnose_grid.py [--trials 200] [--nodes 64,256,1024] [--faults 1,2,4] [--out DIR]
-                                        [--trigger full-run|workflow] [--threshold-share 0.9] [--table-only]
+                                        [--trigger full-run|workflow|no-threshold] [--threshold-share 0.9]
+                                        [--table-only]
 
 Each cell runs halving (with its margin swept on the same seeds), adaptive without screens and `screened` (the
 workflow's default from 32 to 4096 nodes) on the same seeded scenarios: cap 8, σ 3 % + 1 % dips, the planner told
@@ -10,7 +11,8 @@ one JSON per cell to --out and prints the markdown table of the README (its last
 verdict released a faulty node or both ends of a bad link, `bench.faults_released`). A measurement: it checks no
 target.
 `--trigger workflow` runs every cell as the compiled workflow does (no full run handed over, the threshold at
-`--threshold-share` of the healthy full-group busbw; `nvcre_hera.diagnose.bench`).
+`--threshold-share` of the healthy full-group busbw; `nvcre_hera.diagnose.bench`); `--trigger no-threshold` as it runs
+a category with no bandwidth floor (no full run, no threshold).
 """
 
 from __future__ import annotations
