@@ -688,47 +688,41 @@ def _result_v0(ctx: Ctx, tid: str | None, final: bool) -> None:
             return
         _repeat(ctx)
         return
-    if explained is None:
-        # no threshold and no failing run (a category without a bandwidth floor): V0 still holds the whole rest, so
-        # the search's first split judges it once a reference is set, instead of running the rest a second time
-        sc["vok"] = sc.get("vn") or []
-        if final:
-            _end(sc)
-            _settle(ctx)
-        return
-    if explained:
-        if thr is not None or not st["acc"]:  # else judged against the failing run only: `_settle` judges it
+    if explained is not False:
+        # passed the threshold, or the failing run only (`_settle` judges it against healthy then), or had nothing to
+        # be judged by (no threshold, no failing run: a category without a bandwidth floor); V0 still held the whole
+        # rest, so the search's first split judges it once a reference is set, and the rest does not run again
+        if explained and (thr is not None or not st["acc"]):
             ctx.mark_ok(held)
         sc["vok"] = sc.get("vn") or []
         if final:
             _end(sc)
             _settle(ctx)
         return
-    if explained is False and "na" not in sc:
+    if "na" not in sc:
         # before the search: the near misses (screens a little low, neither cleared nor accused) screen again,
         # and are judged on all their screens together; a weak fault hides in one screen, not in several
         sc["ph"], sc["na"], sc["v0"] = "n", len(st["acc"]), v0
         _near_miss_next(ctx)
         return
-    _hand_over(ctx, v0, explained is False)
+    _hand_over(ctx, v0, True)
 
 
 def _settle(ctx: Ctx) -> None:
-    """V0 held the whole rest and passed, or had nothing to be judged by. Against the user's threshold a pass vouches
-    for the rest. Without one it was
-    judged against the failing full run (or that run's crash) alone, which says that the accused explain the full
-    run's deficit, not that nothing is left: a second, shallower fault (a bad link) leaves V0 well above the full
-    run and still failing (`tests/test_diagnose_release.py`: 67 of its 1300 random mixes released both ends of a
-    bad link this way).
+    """V0 held the whole rest and passed, or had nothing to be judged by. Against the user's threshold a pass
+    vouches for the rest. Without one it was judged against the failing full run (or that run's crash) alone, which
+    says that the accused explain the full run's deficit, not that nothing is left: a second, shallower fault (a bad
+    link) leaves V0 well above the full run and still failing (`tests/test_diagnose_release.py`: 67 of its 1300
+    random mixes released both ends of a bad link this way).
     Then the search takes the rest over as an unknown root: its first split sets a healthy reference, and V0 is
     judged against it as the whole-group check (`adaptive._judge_whole`), so no second job of the rest runs. When V0
     ran more than once (a node found flapping), its worst run that held no node accused since counts: against the
-    failing run a flapper's 0.8 passes too, and judging only the last run let one through. With
-    nobody accused V0 held the very nodes of the failing run, passing twice: a fault that stays would have failed it
-    as it failed that run, so it settles them (the check would only give the search more dips to accuse: noise-only
-    false accusations rose from 0.7 / 1.0 / 0.5 % to 1.9 / 1.5 / 2.0 % at N = 64 / 256 / 1024). The same check
-    judges V0 when there is neither a threshold nor a failing run (the workflow, for a category without a bandwidth
-    floor); with a threshold V0 met it and nothing is left to check."""
+    failing run a flapper's 0.8 passes too, and judging only the last run let one through. With nobody accused V0
+    held the very nodes of the failing run, passing twice: a fault that stays would have failed it as it failed that
+    run, so it settles them (the check would only give the search more dips to accuse: noise-only false accusations
+    rose from 0.7 / 1.0 / 0.5 % to 1.9 / 1.5 / 2.0 % at N = 64 / 256 / 1024). The same check judges V0 when there is
+    neither a threshold nor a failing run (the workflow, for a category without a bandwidth floor); with a threshold
+    V0 met it and nothing is left to check."""
     sc, st = ctx.state["sc"], ctx.state
     runs = sc.pop("vo", None) or []
     if not runs or (sc.get("f") and not st["acc"]):
