@@ -2,12 +2,13 @@
 that made it (issue 11's ≤ 1 % target; docs/diagnose-screens.md).
 
     python bench/bench_diagnose_noise_only.py [--nodes 64,256,1024,4096] [--trials 1000] [--seed 0]
-                                              [--trigger full-run|workflow]
+                                              [--trigger full-run|workflow|no-threshold]
 
 A trial is `nvcre bench diagnose --faults 0 --noise 0.05 --dip 0.05 --strategies screened`'s: a healthy cluster
 whose full-group run was a transient dip, σ 5 % and 5 % dips, the planner told neither. With `--trigger workflow`
 it is that command's `--trigger workflow` trial instead: no full-group run handed over, and the user's threshold at
-90 % of the healthy full-group busbw (a run of the whole group can still dip below it). Above 4096 nodes screens
+90 % of the healthy full-group busbw (a run of the whole group can still dip below it); with `--trigger no-threshold`
+neither a full run nor a threshold (a category without a bandwidth floor). Above 4096 nodes screens
 are off (`screens.MAX_NODES`), so there `screened` would be the `adaptive` search alone. An accusation is the
 screens' lows in a row (`sk` in the planner's record), their near-miss test (`nm`), or the `adaptive` search
 after the hand-over (neither). Also counted: `held`, the trials whose verdict holds a healthy node back, unaccused,
@@ -21,7 +22,7 @@ import argparse
 import json
 import random
 
-from nvcre_hera.diagnose.bench import THRESHOLD_SHARE, kind_oracle, planner_config
+from nvcre_hera.diagnose.bench import THRESHOLD_SHARE, TRIGGERS, kind_oracle, planner_config
 from nvcre_hera.diagnose.oracle import run
 from nvcre_hera.diagnose.screens import UNDECIDED
 
@@ -39,9 +40,10 @@ def trials(nodes: int, count: int, seed: int, trigger: str = "full-run", screens
         oracle, _bad = kind_oracle(nodes, 0, "slow-nic", 0.8, NOISE, random.Random(s), DIP)
         rng = random.Random(s * 7919 + 17)  # the bench's stream, so a trial here is that trial
         config = planner_config("screened", nodes, 8, s, screens_max_nodes)
-        if trigger == "workflow":  # as bench.py's --trigger workflow: no full run, the user's floor as the bar
+        if trigger != "full-run":  # as bench.py's triggers: no full run, the user's floor (if any) as the bar
             full: float | bool = False
-            config["threshold"] = round(THRESHOLD_SHARE * oracle.healthy(list(range(nodes))), 2)
+            if trigger == "workflow":
+                config["threshold"] = round(THRESHOLD_SHARE * oracle.healthy(list(range(nodes))), 2)
         else:
             full = oracle.healthy(list(range(nodes))) * (1 - rng.uniform(0.1, 0.4))
         final = run(oracle, config, rng, full=full).final
@@ -60,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--nodes", default="64,256,1024,4096")
     ap.add_argument("--trials", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--trigger", choices=("full-run", "workflow"), default="full-run")
+    ap.add_argument("--trigger", choices=TRIGGERS, default="full-run")
     ap.add_argument("--screens-max-nodes", type=int, default=None,
                     help="raise the planner's screens cap (1024) for the trials: 4096 screens the 4096-node ones")
     a = ap.parse_args(argv)
