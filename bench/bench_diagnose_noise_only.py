@@ -22,7 +22,7 @@ import argparse
 import json
 import random
 
-from nvcre_hera.diagnose.bench import THRESHOLD_SHARE, TRIGGERS, kind_oracle, planner_config
+from nvcre_hera.diagnose.bench import TRIGGERS, kind_oracle, planner_config, trial_start
 from nvcre_hera.diagnose.oracle import run
 from nvcre_hera.diagnose.screens import UNDECIDED
 
@@ -40,13 +40,7 @@ def trials(nodes: int, count: int, seed: int, trigger: str = "full-run", screens
         oracle, _bad = kind_oracle(nodes, 0, "slow-nic", 0.8, NOISE, random.Random(s), DIP)
         rng = random.Random(s * 7919 + 17)  # the bench's stream, so a trial here is that trial
         config = planner_config("screened", nodes, 8, s, screens_max_nodes)
-        if trigger != "full-run":  # as bench.py's triggers: no full run, the user's floor (if any) as the bar
-            full: float | bool = False
-            if trigger == "workflow":
-                config["threshold"] = round(THRESHOLD_SHARE * oracle.healthy(list(range(nodes))), 2)
-        else:
-            full = oracle.healthy(list(range(nodes))) * (1 - rng.uniform(0.1, 0.4))
-        final = run(oracle, config, rng, full=full).final
+        final = run(oracle, config, rng, full=trial_start(oracle, config, rng, trigger, 0)).final
         acc = final["state"]["acc"]
         out["accused"] += bool(acc)
         out["held"] += UNDECIDED in (final.get("unresolvedWhy") or [])

@@ -21,7 +21,7 @@ import random
 import statistics
 
 from nvcre_hera.diagnose import nodesets as ns
-from nvcre_hera.diagnose.bench import THRESHOLD_SHARE, kind_oracle, planner_config
+from nvcre_hera.diagnose.bench import THRESHOLD_SHARE, kind_oracle, planner_config, trial_start
 from nvcre_hera.diagnose.evidence import Reference
 from nvcre_hera.diagnose.oracle import run
 
@@ -55,8 +55,8 @@ def sigma(nodes: int, trials: int, seed: int = 0) -> dict:
     for s in range(seed, seed + trials):
         oracle, _bad = kind_oracle(nodes, 0, "slow-nic", 0.8, 0.05, random.Random(s), 0.05)
         rng = random.Random(s * 7919 + 17)  # the bench's stream: a noise-only trial there is this one
-        full = oracle.healthy(list(range(nodes))) * (1 - rng.uniform(0.1, 0.4))
-        st = run(oracle, planner_config("screened", nodes, 8, s), rng, full=full).final["state"]
+        config = planner_config("screened", nodes, 8, s)
+        st = run(oracle, config, rng, full=trial_start(oracle, config, rng, "full-run", 0)).final["state"]
         ref = Reference(dict(st["ev"]), None, max(NOISE_PRIOR, float(st.get("s0") or 0.0)))
         estimates.append(ref.sigma)
         jobs.append(len(st["ev"]["o"]))

@@ -503,9 +503,9 @@ def test_faults_released_names_the_faulty_nodes_and_the_links_a_verdict_handed_b
 def test_noise_only_bench_runs_the_trials_of_bench_diagnose(trigger: str, seed: int, count: int,
                                                             accused: int) -> None:
     """`bench/bench_diagnose_noise_only.py` says a trial there is `nvcre bench diagnose --faults 0 --noise 0.05
-    --dip 0.05 --strategies screened [--trigger workflow|no-threshold]`'s trial: on the same seeds both count the same diagnoses
-    that accuse someone. The seed ranges hold such diagnoses (found by running the script), so the counts are not
-    the trivial zero."""
+    --dip 0.05 --strategies screened [--trigger workflow|no-threshold]`'s trial: on the same seeds both count the
+    same diagnoses that accuse someone. The seed ranges hold such diagnoses (found by running the script), so the
+    counts are not the trivial zero."""
     script = load("bench_diagnose_noise_only").trials(64, count, seed, trigger)
     cli = bench(nodes=64, faults=0, noise=0.05, dip=0.05, trials=count, seed=seed, strategies=("screened",),
                 trigger=trigger)["strategies"]["screened"]

@@ -218,6 +218,24 @@ def failing_full_run(oracle: Oracle, rng: random.Random, tries: int = FULL_RUN_T
     return value
 
 
+def trial_start(oracle: Oracle, config: dict, rng: random.Random, trigger: str, faults: int,
+                threshold_share: float = THRESHOLD_SHARE) -> float | bool:
+    """What a trial hands the planner first (`oracle.run`'s `full`), setting the user's floor in `config` for the
+    workflow trigger. NVCRE's trigger: the failing full run, measured (True), or, with no fault, a transient dip
+    of the healthy value, or, with flapping nodes, a draw that failed (`failing_full_run`); the workflow's
+    triggers: none (False), the planner's first call measures."""
+    healthy = oracle.healthy(list(range(oracle.n)))
+    if trigger != "full-run":
+        if trigger == "workflow":
+            config["threshold"] = round(threshold_share * healthy, 2)
+        return False
+    if faults == 0:
+        return healthy * (1 - rng.uniform(0.1, 0.4))  # a healthy group that failed by a transient dip alone
+    if oracle.flaps:
+        return failing_full_run(oracle, rng)
+    return True
+
+
 def planner_config(strategy: str, nodes: int, cap: int, seed: int, screens_max_nodes: int | None = None,
                    repeats: int = 1) -> dict:
     """The planner config of one trial for a bench strategy name. The oracle's noise is not in it: the planner
@@ -240,16 +258,8 @@ def _run_strategy(strategy: str, margin: float | None, nodes: int, faults: int, 
         s = seed + t
         oracle, bad = kind_oracle(nodes, faults, kind, fault_factor, noise, random.Random(s), dip)
         rng = random.Random(s * 7919 + 17)
-        full: float | bool = True
         config = planner_config(strategy, nodes, cap, s, screens_max_nodes, repeats)
-        if trigger != "full-run":  # no full run: the planner's first call measures; the user's floor, if any, judges
-            full = False
-            if trigger == "workflow":
-                config["threshold"] = round(threshold_share * oracle.healthy(list(range(nodes))), 2)
-        elif faults == 0:  # a healthy group that failed by a transient dip alone
-            full = oracle.healthy(list(range(nodes))) * (1 - rng.uniform(0.1, 0.4))
-        elif oracle.flaps:
-            full = failing_full_run(oracle, rng)
+        full = trial_start(oracle, config, rng, trigger, faults, threshold_share)
         if margin is not None:
             config["halvingMargin"] = margin
         trace = run(oracle, config, rng, full=full, **({"repeats": repeats} if repeats > 1 else {}))
@@ -489,4 +499,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 __all__ = ["BENCH_STRATEGIES", "FAULT_KINDS", "MIX_KINDS", "THRESHOLD_SHARE", "TRIGGERS", "bench", "best_halving",
            "expected_busbw", "fail_closed_floor", "faults_released", "format_table", "job_cost", "kind_oracle",
-           "link_scores", "lower_bounds", "main", "model_job_minutes", "percentile", "planner_config", "trace_costs"]
+           "link_scores", "lower_bounds", "main", "model_job_minutes", "percentile", "planner_config", "trace_costs",
+           "trial_start"]
