@@ -12,7 +12,8 @@ neither a full run nor a threshold (a category without a bandwidth floor). Above
 are off (`screens.MAX_NODES`), so there `screened` would be the `adaptive` search alone. An accusation is the
 screens' lows in a row (`sk` in the planner's record), their near-miss test (`nm`), or the `adaptive` search
 after the hand-over (neither). Also counted: `held`, the trials whose verdict holds a healthy node back, unaccused,
-as a near miss the screens could not decide (`screens.hold_undecided`: not an accusation, but not handed back).
+as a near miss the screens could not decide (`screens.hold_undecided`: not an accusation, but not handed back), and
+`unresolved`, the trials whose verdict leaves any node unresolved (held for any reason, `held` among them).
 A measurement: it checks no target.
 """
 
@@ -35,7 +36,7 @@ def source(record: dict) -> str:
 
 def trials(nodes: int, count: int, seed: int, trigger: str = "full-run", screens_max_nodes: int | None = None) -> dict:
     out = {"nodes": nodes, "trigger": trigger, "trials": count, "accused": 0, "screens": 0, "near-miss": 0,
-           "search": 0, "held": 0}
+           "search": 0, "held": 0, "unresolved": 0}
     for s in range(seed, seed + count):
         oracle, _bad = kind_oracle(nodes, 0, "slow-nic", 0.8, NOISE, random.Random(s), DIP)
         rng = random.Random(s * 7919 + 17)  # the bench's stream, so a trial here is that trial
@@ -44,10 +45,12 @@ def trials(nodes: int, count: int, seed: int, trigger: str = "full-run", screens
         acc = final["state"]["acc"]
         out["accused"] += bool(acc)
         out["held"] += UNDECIDED in (final.get("unresolvedWhy") or [])
+        out["unresolved"] += bool(final.get("unresolved"))
         for name in {source(a) for a in acc}:
             out[name] += 1
     out["accusedRate"] = round(out["accused"] / max(count, 1), 4)
     out["heldRate"] = round(out["held"] / max(count, 1), 4)
+    out["unresolvedRate"] = round(out["unresolved"] / max(count, 1), 4)
     return out
 
 

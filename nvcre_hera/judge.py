@@ -30,6 +30,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from nvcre_hera.diagnose.intermittent import QUIET
 from nvcre_hera.diagnose.screens import UNDECIDED
 from nvcre_hera.fleet import MIN_FLEET, FleetStats, fleet_stats
 from nvcre_hera.thresholds import compile_threshold, evaluate
@@ -575,6 +576,13 @@ UNDECIDED_MESSAGE = ("their single-node screens read low more than once, but the
                      "before it could accuse or clear them: held, not released (re-test these nodes on their own)")
 
 
+#: an unresolved set that failed some runs, passed others, then stayed quiet (diagnose/intermittent.py `result`)
+QUIET_MESSAGE = ("their runs disagreed: they failed beside known-healthy partners, yet passed in other runs (a run "
+                 "of the whole group among them), and stayed quiet since; a flapping fault or transient dips: held, "
+                 "not released (re-test these nodes on their own)")
+WHY_MESSAGES = {UNDECIDED: UNDECIDED_MESSAGE, QUIET: QUIET_MESSAGE}
+
+
 def _add_diagnose(entry: dict, verdict: dict) -> None:
     """Diagnose's verdict: suspects are blamed through their groups; an infrastructure fault (a link or switch
     between nodes that pass on their own) fails the category without blaming either node."""
@@ -611,7 +619,7 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
             "name": f"unresolved ({group['nodeCount']} nodes)", "nodeCount": group["nodeCount"],
             "nodes": group["nodes"],
             "reason": "Unresolved", "failureLog": "", "blamedNodes": [],
-            "message": UNDECIDED_MESSAGE if group.get("why") == UNDECIDED else
+            "message": WHY_MESSAGES.get(group.get("why")) or
                        "diagnose could not narrow this group down: its tests failed but no single node or link "
                        "explains it (a deficit shared by all of them, e.g. the fabric or the threshold)"
                        + ("; or the diagnose stopped at its round budget before it did" if cut else "")})

@@ -30,7 +30,7 @@ from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import CRASH_LLR, STRONG, llr, same_defect
 from nvcre_hera.diagnose.probe import new_probe, result_probe, schedule_probe
 from nvcre_hera.diagnose.items import (
-    _accuse, _cap, _k, _result_s, _result_u, _round, _schedule_s, _unknown, refresh_accused,
+    _accuse, _cap, _k, _result_s, _result_u, _round, _schedule_s, _unknown, contradicted, doubted, refresh_accused,
 )
 from nvcre_hera.diagnose.state import Ctx, Round, held_nodes
 
@@ -311,6 +311,8 @@ def _result_k(ctx: Ctx, it: dict) -> list[dict]:
             return _judge_whole(ctx, it, whole)
         it["w"] = 1  # every part passes: only a link between parts can still fail, check the whole group once
         return [it]
+    if whole is not None:  # a part failed: V0's runs held every node of it (`items.contradicted` asks them)
+        ctx.state["w0"] = whole
     return _decide_k(ctx, it, fp, L)
 
 
@@ -410,6 +412,8 @@ def _child(ctx: Ctx, it: dict, i: int, fp: float, L: float, measured: bool, uniq
         ev = it["ev"][i]
         pp = it.get("pp", {}).get(str(i), [])
         if measured and unique and L >= STRONG:
+            if contradicted(ctx, it["fo"], po, fp):
+                return [doubted(ctx, part, it["fo"], fp, ev, po, pp)]
             _accuse(ctx, x, it["fo"], L, ev, pp, eo=po, fp=fp)
             return []
         s_item = {"k": "S", "id": ctx.new_id(), "x": x, "fo": _cap(it["fo"]), "fp": _round(fp),

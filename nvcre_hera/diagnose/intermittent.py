@@ -19,13 +19,15 @@ from __future__ import annotations
 
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import DIP_LO, STRONG, llr
-from nvcre_hera.diagnose.state import Ctx, Round
+from nvcre_hera.diagnose.state import Ctx, Round, hold_unresolved
 
 #: quiet rounds after which an intermittent set is given up (a flapper on half the time hides 4 rounds in 1/16)
 IDLE_MAX = 4
 #: widest split of an intermittent set (every part is tested every round)
 MAX_ARITY = 8
 EV_MAX = 6
+#: why a set is unresolved when it failed some runs, passed others and then stayed quiet (the report says so)
+QUIET = "intermittent-quiet"
 #: runs remembered per item as [node ranges, failed 0/1] (the fail fraction of the accused is counted over them)
 HS_MAX = 24
 
@@ -120,7 +122,7 @@ def result(ctx: Ctx, it: dict) -> list[dict]:
         if fb is not None:  # quiet after all: the probe's fault (ranges until now, to keep the state small)
             record_fault(ctx, fb["sd"], fb["evidence"])
         else:
-            ctx.state["unres"].append(it["s"])
+            hold_unresolved(ctx.state, it["s"], QUIET)
         return []
     if len(failing) == 1:
         # one defect, found in one part: the parts that only ever passed (clearly) are healthy again, and
@@ -181,5 +183,5 @@ def confidence_of(a: dict) -> float:
     return round(f / max(t, 1), 4)
 
 
-__all__ = ["IDLE_MAX", "accuse", "clear_pass", "confidence_of", "fail_share", "fails_needed", "judge_fp", "new_item",
+__all__ = ["IDLE_MAX", "QUIET", "accuse", "clear_pass", "confidence_of", "fail_share", "fails_needed", "judge_fp", "new_item",
            "record_fault", "result", "schedule", "strong_fail"]

@@ -10,6 +10,7 @@ likelihood is recomputed from them under the reference of the round that decides
 
 from __future__ import annotations
 
+from nvcre_hera.diagnose import intermittent
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import STRONG, llr, same_defect
 from nvcre_hera.diagnose.probe import new_probe
@@ -76,6 +77,12 @@ def _unknown(ctx: Ctx, s: list, fo: list | None, L0: float, m: int, pp: list | N
     return it
 
 
+def _stated(ctx: Ctx, fo: list | None, own: list, fp: float | None) -> float | None:
+    """The deficit an accusation states: the defect's fingerprint together with the node's own measurements."""
+    allo = _cap(list(fo or []) + list(own)[-6:])
+    return ctx.fp(allo, fp) if allo else fp
+
+
 def _accuse(ctx: Ctx, x: int, fo: list | None, L: float, ev: list, pp: list | None = None, eo: list | None = None,
             fp: float | None = None) -> None:
     """Accuse `x`; its deficit is the fingerprint of the defect together with its own measurements."""
@@ -83,10 +90,38 @@ def _accuse(ctx: Ctx, x: int, fo: list | None, L: float, ev: list, pp: list | No
     if any(a["node"] == x for a in acc):
         return
     own = list(eo or [])[-6:]
-    allo = _cap(list(fo or []) + own)
-    f = ctx.fp(allo, fp) if allo else fp
-    acc.append({"node": x, "fp": _round(f), "fo": allo, "L": round(L, 3), "ev": ev[-6:], "eo": own,
-                "pp": list(pp or [])[-3:]})
+    acc.append({"node": x, "fp": _round(_stated(ctx, fo, own, fp)), "fo": _cap(list(fo or []) + own), "L": round(L, 3),
+                "ev": ev[-6:], "eo": own, "pp": list(pp or [])[-3:]})
+
+
+def _whole_runs(ctx: Ctx, fo: list | None, own: list, fp: float | None) -> list[int]:
+    """The runs of the whole group that held this node (the screens' V0, `state["w0"]`), each as 0 when it read
+    clearly (3σ) above the deficit an accusation on the node's `own` runs would state (`_stated`), else 1."""
+    deficit = _stated(ctx, fo, own, fp)
+    if deficit is None:
+        return []
+    return [int((r := ctx.r(o)) is None or r <= deficit + 3 * ctx.sigma) for o in ctx.state.get("w0") or []]
+
+
+def contradicted(ctx: Ctx, fo: list | None, own: list, fp: float | None) -> bool:
+    """Whether a run of the whole group that held this node passed clearly above the deficit its accusation would
+    state (`_whole_runs`): a defect that stays would have pulled that run down to it (min-model), so the node flaps,
+    or the runs that accuse it dipped. Without a threshold, every diagnose splits the rest to set the reference
+    that V0 is judged by; a part that dipped was followed down, and a padded pair that dipped too accused its node
+    (N = 64, seed 203: node 50 at confidence 0.99 on one run at 0.603, with V0 at 0.994). A crash is no dip."""
+    return not any(ctx.r(o) is None for o in own) and 0 in _whole_runs(ctx, fo, own, fp)
+
+
+def doubted(ctx: Ctx, s: list, fo: list | None, fp: float | None, ev: list, own: list[int], pp: list) -> dict:
+    """A node whose accusation a run of the whole group contradicts (`contradicted`) goes through the intermittent
+    test instead, its own failing runs counted: it is accused (Intermittent) once it has failed beside partners as
+    often as `intermittent.fails_needed` asks, beside a different partner each time, and left unresolved if it
+    stays quiet, never released (a flapper hides)."""
+    bad = [int(intermittent.strong_fail(ctx, ctx.r(o), fp)) for o in own]
+    hs = [[ctx.state["G"], f] for f in _whole_runs(ctx, fo, own, fp)] + [[s, b] for b in bad]
+    item = intermittent.new_item(ctx, s, fp, hs, ev, own, failed=max(1, sum(bad)))
+    item["pp"] = list(pp)[-4:]
+    return item
 
 
 def refresh_accused(ctx: Ctx) -> None:
@@ -109,6 +144,8 @@ def _result_s(ctx: Ctx, it: dict) -> list[dict]:
     it["m"] += 1
     it["ev"].append([tid, _round(r, 3)])
     if it["m"] >= it["need"] and it["L"] >= STRONG or (it["m"] >= 4 and it["L"] > 0):
+        if contradicted(ctx, it.get("fo"), it["eo"], fp):
+            return [doubted(ctx, ns.from_nodes([it["x"]]), it.get("fo"), fp, it["ev"], it["eo"], it["pp"])]
         _accuse(ctx, it["x"], it.get("fo"), it["L"], it["ev"], it["pp"], it["eo"], fp)
         return []
     if it["root"] and it["m"] < 2 and it["L"] > -3 * STRONG:
@@ -149,5 +186,5 @@ def _result_u(ctx: Ctx, it: dict) -> list[dict]:
     return [it]
 
 
-__all__ = ["_accuse", "_k", "_result_s", "_result_u", "_round", "_schedule_s", "_unknown", "evidence", "fp_of",
-           "refresh_accused"]
+__all__ = ["_accuse", "_k", "_result_s", "_result_u", "_round", "_schedule_s", "_unknown", "contradicted", "doubted",
+           "evidence", "fp_of", "refresh_accused"]

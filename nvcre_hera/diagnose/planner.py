@@ -17,7 +17,9 @@ from nvcre_hera.diagnose import adaptive, halving, history, intermittent, probe,
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import confidence
 from nvcre_hera.diagnose.items import refresh_accused
-from nvcre_hera.diagnose.state import SPECIFIC_REASONS, Ctx, Round, accused_or_on_a_fault, held_nodes, new_state
+from nvcre_hera.diagnose.state import (
+    SPECIFIC_REASONS, Ctx, Round, accused_or_on_a_fault, held_nodes, new_state, ranges_key,
+)
 
 STRATEGIES = ("adaptive", "halving")
 FULL_ID = "full"
@@ -169,7 +171,7 @@ def _answer(ctx: Ctx, tests: list[dict]) -> dict:
         "infrastructureFaults": [{"between": f["between"], "evidence": f["evidence"]} for f in st["infra"]],
         "unresolved": [ns.to_nodes(u) for u in st["unres"]],
         # why a group is unresolved, where it is not the default (a failing group nothing explains)
-        **({"unresolvedWhy": [st["unresWhy"].get(str(i)) for i in range(len(st["unres"]))]}
+        **({"unresolvedWhy": [st["unresWhy"].get(ranges_key(u)) for u in st["unres"]]}
            if st.get("unresWhy") else {}),
         "stats": {"jobs": st["jobs"], "rounds": st["round"], "nodeMinutes": round(st["nm"], 1),
                   **({"stoppedAtRoundBudget": True} if st.get("cut") else {})},

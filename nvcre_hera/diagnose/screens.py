@@ -68,7 +68,7 @@ import statistics
 from nvcre_hera.diagnose import adaptive
 from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.evidence import CRASH_LLR, _norm, llr
-from nvcre_hera.diagnose.state import SPECIFIC_REASONS, Ctx, Round
+from nvcre_hera.diagnose.state import SPECIFIC_REASONS, Ctx, Round, hold_unresolved
 
 KINDS = ("loopback", "intra")
 #: screens run from this many nodes up: below it, a median of few nodes is a poor yardstick and the screen rounds
@@ -622,9 +622,8 @@ def hold_undecided(state: dict) -> None:
     listed = {x for u in state["unres"] for x in ns.to_nodes(u)}
     held = sorted(lean - accused - listed)
     if held:
-        state["unres"].append(ns.from_nodes(held))
         # the report says why this group is held (not a failing group nothing explains: judge.py)
-        state.setdefault("unresWhy", {})[str(len(state["unres"]) - 1)] = UNDECIDED
+        hold_unresolved(state, ns.from_nodes(held), UNDECIDED)
 
 
 def _advance(sc: dict, x: int, to: int | str) -> None:

@@ -65,6 +65,19 @@ def held_nodes(state: dict) -> set[int]:
     return accused_or_on_a_fault(state) | {x for u in state["unres"] for x in ns.to_nodes(u)}
 
 
+def hold_unresolved(state: dict, s: list, why: str) -> None:
+    """Leave set `s` (ranges) unresolved, saying `why` where it is not the default (a failing group nothing explains).
+    The why is keyed by the set, not by its place in the list: a later, wider unresolved set replaces the groups
+    inside it (`adaptive._unresolve`), which moves the others."""
+    state["unres"].append(s)
+    state.setdefault("unresWhy", {})[ranges_key(s)] = why
+
+
+def ranges_key(s: list) -> str:
+    """A set of node ranges as a key: "lo-hi,lo-hi"."""
+    return ",".join(f"{lo}-{hi}" for lo, hi in s)
+
+
 def job_shape(test: dict) -> tuple[int, int]:
     """(nodes per job, jobs) of a planner test: a screen batch (`each`) is one single-node job per node."""
     return (1, len(test["nodes"])) if test.get("each") else (len(test["nodes"]), 1)
