@@ -666,3 +666,18 @@ def test_a_node_failing_again_beside_another_partner_is_accused_as_intermittent(
     assert list(s) == [50] and s[50]["detail"] == "Intermittent"
     assert len(_pairs_of(rounds, 50)) == 3 and s[50]["confidence"] == 0.5
     assert 50 not in _released(final)
+
+
+def test_the_screens_finding_does_not_explain_the_failing_v0_the_search_starts_from():
+    """NVCRE's trigger: a failing full run at 0.6 and no threshold. The screens accuse node 9 (low in every loopback
+    screen: a steady NIC to them), and node 20 flaps where only the runs of the whole rest see it: V0 at 0.8, then
+    healthy twice (the search's re-test of the rest and its first final check), then every other run at 0.8.
+    Before, node 9's accusation counted as explaining the failure, one passing final check vouched for the rest,
+    and node 20 was released after three runs of the rest. Now only what the search found since it started
+    explains V0's failure: the final check must pass three times, does not, and the rest is held unresolved."""
+    c = ScaleOutFlapping(64, 9, flaps("111111"), 20, [0.8, 1.0, 1.0] + [0.8, 1.0] * 20, wide=60, seed=1)
+    final, rounds = drive(c, config(64), full=380.0 * 0.6)
+    assert [(s["node"], s["detail"]) for s in final["suspects"]] == [(9, "LoopbackDeficit")]
+    assert 20 not in _released(final)
+    assert any(20 in group for group in final["unresolved"])
+    assert len(_wholes(rounds, 60)) > 3
