@@ -183,5 +183,5 @@ def confidence_of(a: dict) -> float:
     return round(f / max(t, 1), 4)
 
 
-__all__ = ["IDLE_MAX", "QUIET", "accuse", "clear_pass", "confidence_of", "fail_share", "fails_needed", "judge_fp", "new_item",
-           "record_fault", "result", "schedule", "strong_fail"]
+__all__ = ["IDLE_MAX", "QUIET", "accuse", "clear_pass", "confidence_of", "fail_share", "fails_needed", "judge_fp",
+           "new_item", "record_fault", "result", "schedule", "strong_fail"]
