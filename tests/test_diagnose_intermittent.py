@@ -184,3 +184,26 @@ def test_two_flappers_at_256_nodes_that_ff90971_handed_back_are_accused():
         rng = random.Random(seed * 7919 + 17)
         trace = run(oracle, planner_config("adaptive", 256, 8, seed), rng, full=failing_full_run(oracle, rng))
         assert faults_released(trace.final, bad, oracle.links) == [] and trace.accused == bad, seed
+
+
+def test_an_accusation_resting_only_on_runs_padded_with_a_node_accused_since_is_confirmed_again():
+    """`items.reopen_padded`, on hand-made accusations (baseline 100 GB/s, so each run's ratio is its value / 100).
+    Node 3 was accused on one run padded with node 0, node 5 on two runs padded with 0 and 6; node 0 is then
+    accused. Only node 3 goes back to a confirmation, with node 0 among the partners it must not have again; node 5
+    keeps its accusation (its run beside 6 failed too). An accused node pads no one afterwards."""
+    from nvcre_hera.diagnose.items import _accuse, reopen_padded
+    from nvcre_hera.diagnose.state import Ctx, Round, new_state
+
+    config = _config(8, baselineGBps=100.0)
+    ctx = Ctx(new_state(config), config, [])
+    ctx.mark_ok([0, 2, 6])
+    run = [ctx.ref.add(v, 2, True) for v in (20.0, 21.0, 19.0, 20.0)]
+    _accuse(ctx, 3, None, 30.0, [["r1-t0", 0.2]], pp=[0], eo=[run[0]])
+    _accuse(ctx, 5, None, 30.0, [["r2-t0", 0.21], ["r3-t0", 0.19]], pp=[0, 6], eo=[run[1], run[2]])
+    assert reopen_padded(ctx) == []  # no partner is accused yet
+    _accuse(ctx, 0, None, 30.0, [["r4-t0", 0.2]], pp=[2], eo=[run[3]])
+    (again,) = reopen_padded(ctx)
+    assert again["k"] == "S" and again["x"] == 3 and again["eo"] == [] and 0 in again["pp"]
+    assert sorted(a["node"] for a in ctx.state["acc"]) == [0, 5]
+    assert Round(ctx).partner(3, avoid=again["pp"]) in (2, 6)
+    assert Round(ctx).partner(3, avoid=[2, 6]) is None  # node 0 is accused: no partner of last resort either

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -128,14 +127,13 @@ def test_a_fault_that_showed_is_never_in_a_passed_result(tmp_path_factory, cert,
     assert blamed <= faulty | shared, (blamed - faulty - shared, fault_list, cert)
 
 
-@pytest.mark.xfail(strict=True, reason="open: a flapper used as a padding partner accuses its healthy node (below)")
 def test_a_healthy_node_padded_with_a_flapper_is_not_blamed(tmp_path: Path) -> None:
     """The property above, on the example Hypothesis found on 2026-12-07, and which fails on 63e9231 too. There are 4
     nodes: gpu-node-02 has a NIC at 0.2, gpu-node-01 flaps at 0.2, there is no bandwidth floor, and the seed is 0.
     gpu-node-01 passed two jobs with its flap off and became a known-healthy partner. The pair of it and
     gpu-node-04 then failed with the flap on, and gpu-node-04 was accused on that one run. gpu-node-01 was accused
-    two rounds later, but the accusation that rested on it as a partner was not looked at again. Strict xfail: it
-    passes when the bug is fixed, and then this marker must go."""
+    two rounds later, but the accusation that rested on it as a partner was not looked at again: now it goes back to
+    a confirmation beside another partner (`items.reopen_padded`), which passes."""
     cert = {"apiVersion": "nvcre.nvidia.com/v1alpha1", "kind": "Certification", "metadata": {"name": "prop"},
             "spec": {"target": {}, "repeatCount": 1, "categories": [
                 {"domain": "communication", "variant": "nccl-loopback", "options": {}},

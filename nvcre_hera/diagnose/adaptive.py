@@ -31,6 +31,7 @@ from nvcre_hera.diagnose.evidence import CRASH_LLR, STRONG, llr, same_defect
 from nvcre_hera.diagnose.probe import new_probe, result_probe, schedule_probe
 from nvcre_hera.diagnose.items import (
     _accuse, _cap, _k, _result_s, _result_u, _round, _schedule_s, _unknown, contradicted, doubted, refresh_accused,
+    reopen_padded,
 )
 from nvcre_hera.diagnose.state import Ctx, Round, held_nodes
 
@@ -203,6 +204,7 @@ def absorb(ctx: Ctx) -> None:
                 _settle_retested_rest(ctx, it, ctx.oid(retest), [w for w in ctx.state["work"] if w is not it])
         elif kind == "V":
             out.extend(_result_v(ctx, it))
+    out.extend(reopen_padded(ctx))
     ctx.state["work"] = [it for it in out if not _explained_probe(ctx, it)]
 
 

@@ -90,8 +90,32 @@ def _accuse(ctx: Ctx, x: int, fo: list | None, L: float, ev: list, pp: list | No
     if any(a["node"] == x for a in acc):
         return
     own = list(eo or [])[-6:]
+    ctx.ok[x] = 0  # an accused node pads no one: a partner's defect fails the run and accuses the node it padded
+    # the partners of its own runs, one a run, the latest last (`reopen_padded` asks whether they were accused since)
+    partners = list(pp or [])[-len(own):] if own else []
     acc.append({"node": x, "fp": _round(_stated(ctx, fo, own, fp)), "fo": _cap(list(fo or []) + own), "L": round(L, 3),
-                "ev": ev[-6:], "eo": own, "pp": list(pp or [])[-3:]})
+                "ev": ev[-6:], "eo": own, "pp": partners})
+
+
+def reopen_padded(ctx: Ctx) -> list[dict]:
+    """Accusations whose every own run was padded with a node accused since, each back to a confirmation (S) beside
+    a partner it has not had: under the min-model such a run says nothing about the node it padded. A flapper passed
+    two jobs with its flap off and became a known-healthy partner; the pair of it and a healthy node failed during a
+    flap and accused that node on the one run, and the flapper, accused two rounds later, never cleared it (the
+    fail-closed property test, 4 nodes, seed 0). No healthy partner left: the confirmation cannot run, and the node
+    is left unresolved (`planner._leave_open`), never accused on its partner's runs."""
+    acc = ctx.state["acc"]
+    accused = {a["node"] for a in acc}
+    out = []
+    for a in list(acc):
+        pp, own = a.get("pp") or [], a.get("eo") or []
+        if not pp or len(pp) < len(own) or not set(pp) <= accused - {a["node"]}:
+            continue
+        acc.remove(a)
+        fo = [o for o in a.get("fo") or [] if o not in own]
+        out.append({"k": "S", "id": ctx.new_id(), "x": a["node"], "fo": fo or None, "fp": a["fp"], "L0": 0.0,
+                    "eo": [], "L": 0.0, "m": 0, "need": 1, "pp": list(pp), "root": None, "ev": []})
+    return out
 
 
 def _whole_runs(ctx: Ctx, fo: list | None, own: list, fp: float | None) -> list[int]:
@@ -186,5 +210,5 @@ def _result_u(ctx: Ctx, it: dict) -> list[dict]:
     return [it]
 
 
-__all__ = ["_accuse", "_k", "_result_s", "_result_u", "_round", "_schedule_s", "_unknown", "contradicted", "doubted",
-           "evidence", "fp_of", "refresh_accused"]
+__all__ = ["_accuse", "_k", "_result_s", "_result_u", "_round", "_schedule_s", "_unknown", "contradicted",
+           "doubted", "evidence", "fp_of", "refresh_accused", "reopen_padded"]
