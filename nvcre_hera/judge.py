@@ -31,6 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from nvcre_hera.diagnose.intermittent import QUIET
+from nvcre_hera.diagnose.items import MARGINAL
 from nvcre_hera.diagnose.screens import UNDECIDED
 from nvcre_hera.fleet import MIN_FLEET, FleetStats, fleet_stats
 from nvcre_hera.thresholds import compile_threshold, evaluate
@@ -580,7 +581,11 @@ UNDECIDED_MESSAGE = ("their single-node screens read low more than once, but the
 QUIET_MESSAGE = ("their runs disagreed: they failed beside known-healthy partners, yet passed in other runs (a run "
                  "of the whole group among them), and stayed quiet since; a flapping fault or transient dips: held, "
                  "not released (re-test these nodes on their own)")
-WHY_MESSAGES = {UNDECIDED: UNDECIDED_MESSAGE, QUIET: QUIET_MESSAGE}
+#: a node whose confirmation runs leaned to a deficit but never decisively (diagnose/items.py `_result_s`)
+MARGINAL_MESSAGE = ("their runs beside known-healthy partners leaned to a deficit, but four of them never made it "
+                    "decisive (odds under 99 to 1): too close to healthy to accuse, too low to release: held, not "
+                    "released (re-test these nodes on their own)")
+WHY_MESSAGES = {UNDECIDED: UNDECIDED_MESSAGE, QUIET: QUIET_MESSAGE, MARGINAL: MARGINAL_MESSAGE}
 
 
 def _add_diagnose(entry: dict, verdict: dict) -> None:

@@ -499,7 +499,7 @@ def test_faults_released_names_the_faulty_nodes_and_the_links_a_verdict_handed_b
 
 
 @pytest.mark.parametrize("trigger,seed,count,accused", [("full-run", 300, 40, 3), ("workflow", 740, 20, 1),
-                                                        ("no-threshold", 650, 30, 2)])
+                                                        ("no-threshold", 705, 50, 3)])
 def test_noise_only_bench_runs_the_trials_of_bench_diagnose(trigger: str, seed: int, count: int,
                                                             accused: int) -> None:
     """`bench/bench_diagnose_noise_only.py` says a trial there is `nvcre bench diagnose --faults 0 --noise 0.05
