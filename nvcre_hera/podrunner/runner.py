@@ -91,7 +91,11 @@ class PodRunner:
                 continue
             if name not in self.running and name not in self.done and (obj.get("status") or {}).get("phase") in (
                     None, "Pending"):
-                self._start(obj, now)
+                try:
+                    self._start(obj, now)
+                except Exception:  # noqa: BLE001 - a kubelet starts each pod on its own: one that fails to start
+                    # (a transient API error) is retried next poll and must not hold back the pods after it
+                    self.say(f"podrunner: {name} not started: " + traceback.format_exc().strip().splitlines()[-1])
         for name in [n for n in self.running if n not in live]:
             self.running.pop(name)  # deleted under us (workflow deleted, pod GC)
         for name, run in list(self.running.items()):
@@ -234,8 +238,16 @@ class PodRunner:
 
         body = client.V1Binding(metadata=client.V1ObjectMeta(name=name),
                                 target=client.V1ObjectReference(api_version="v1", kind="Node", name=RUNNER_NODE))
+        from kubernetes.client.exceptions import ApiException
+
         # the client cannot deserialize the Status this returns (kubernetes-client/python issue 825)
-        self.core.create_namespaced_pod_binding(name, self.namespace, body, _preload_content=False)
+        try:
+            self.core.create_namespaced_pod_binding(name, self.namespace, body, _preload_content=False)
+        except ApiException as err:
+            # 409: bound already (the API server's BindingREST.assignPod, kubernetes v1.37.2
+            # pkg/registry/core/pod/storage/storage.go L290-296): a start that failed after binding is retried
+            if err.status != 409:
+                raise
 
     def _delete_now(self, name: str) -> None:
         from kubernetes.client.exceptions import ApiException
