@@ -217,10 +217,17 @@ def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
         row["disagreements"].append("no record of the job objects this run created and deleted")
     row["storesLeftBehind"], problems = stores_left(state_dir, argo.run.name, argo.run.uid, case.action)
     row["disagreements"] += problems
+    if row["hung"]:  # what the next reader needs, kept before `down` removes the logs with the state dir
+        row["stuckNodes"] = [{"node": n.name, "phase": n.phase, "message": n.message}
+                             for n in argo.run.nodes.values() if n.phase in ("Pending", "Running")][:40]
+        row["hungEvidence"] = hung_evidence(state_dir, case.name, argo.run.name)
     mark = "ok " if not row["disagreements"] and not row["hung"] else "BAD"
     say(f"e2e: {mark} {case.name:<40} argo {argo.run.phase:<9} {got.get('result') or '-':<11} "
         f"{row['realSeconds']:6.1f}s left {row['jobObjectsLeftBehind']}"
         + "".join(f"\n      {d}" for d in row["disagreements"][:8]))
+    if row["hung"]:  # CI keeps only what is printed
+        say("".join(f"\n      stuck: {n['node']} {n['phase']} {n['message'][:200]}" for n in row["stuckNodes"][:12])
+            + "".join(f"\n      | {line[:300]}" for line in (ROOT / row["hungEvidence"]).read_text().splitlines()))
     return row
 
 
@@ -251,6 +258,36 @@ def stores_left(state_dir: str, workflow: str, uid: str, action: str | None) -> 
             problems.append(f"diagnose store {cm.metadata.name} left by terminate is not owned by the Workflow")
         core.delete_namespaced_config_map(cm.metadata.name, state.namespace)  # the namespace stays clean
     return [cm.metadata.name for cm in stores], problems
+
+
+def hung_evidence(state_dir: str, case: str, workflow: str) -> str:
+    """For a workflow still running at its timeout: its pods as the API server has them (phase, node, conditions)
+    and every control-plane log line that names it, written to out/e2e/hung/<case>.txt; returns that path. One CI
+    run on 3d13b54 hung with eight loopback pods Pending on Argo for 900 s and left nothing to read: the logs went
+    with the state dir."""
+    from nvcre_hera.controlplane import load_state
+
+    state = load_state(state_dir)
+    lines = [f"workflow {workflow} ({case}), pods:"]
+    try:
+        pods = ADMIN_CORE[state_dir].list_namespaced_pod(
+            state.namespace, label_selector=f"workflows.argoproj.io/workflow={workflow}").items
+        done = [pod for pod in pods if pod.status.phase == "Succeeded"]
+        lines.append(f"  {len(done)} Succeeded, the others:")
+        for pod in pods:
+            if pod in done:
+                continue
+            conds = [f"{c.type}={c.status}{':' + c.reason if c.reason else ''}" for c in pod.status.conditions or []]
+            lines.append(f"  {pod.metadata.name} phase={pod.status.phase} node={pod.spec.node_name} {' '.join(conds)}")
+    except Exception as err:  # noqa: BLE001 - evidence is best effort; the case is reported hung either way
+        lines.append(f"  (pods could not be listed: {err})")
+    for log in sorted((Path(state_dir) / "logs").glob("*.log")):
+        named = [line for line in log.read_text(errors="replace").splitlines() if workflow in line]
+        lines += [f"{log.name}: {len(named)} lines name it, the last 40:"] + named[-40:]
+    out = OUT / "hung" / f"{case.replace('@', '-')}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines) + "\n")
+    return str(out.relative_to(ROOT))
 
 
 def main(argv: list[str] | None = None) -> int:
