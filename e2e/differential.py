@@ -184,8 +184,12 @@ def run_case(case: Case, state_dir: str, say: Callable[[str], None]) -> dict:
         api.patch_namespaced_custom_object("argoproj.io", "v1alpha1", state.namespace, "workflows", workflow,
                                            {"spec": {"shutdown": how}})
 
+    # every case waits as long as the scenarios (SCENARIO_WAIT_S): the pod runner runs one step at a time for all of
+    # them, and a case started beside the 1024- and 4096-node diagnoses queues behind their plan steps. On 3d13b54
+    # intra-node@healthy-h100-16 (two batches of eight pods a category) waited 3.5-5 minutes a batch and finished at
+    # 1073 s, past the 900 it had: reported hung, twice (the controller's log showed every batch Succeeded)
     argo = run_argo(str(ROOT / case.cert), case.cluster, state_dir=state_dir, mutate=_own_mutex(case),
-                    timeout_s=1800 if case.large else 900, on_node=on_node, scale=SCALE)
+                    timeout_s=SCENARIO_WAIT_S, on_node=on_node, scale=SCALE)
     got = summary_of(argo.run, argo.report)
     sim = argo.cluster if isinstance(argo.cluster, dict) else {}
     row = {"case": case.name, "workflow": argo.run.name, "argoPhase": argo.run.phase,
