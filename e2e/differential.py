@@ -266,9 +266,9 @@ def stores_left(state_dir: str, workflow: str, uid: str, action: str | None) -> 
 
 def hung_evidence(state_dir: str, case: str, workflow: str) -> str:
     """For a workflow still running at its timeout: its pods as the API server has them (phase, node, conditions)
-    and every control-plane log line that names it, written to out/e2e/hung/<case>.txt; returns that path. One CI
-    run on 3d13b54 hung with eight loopback pods Pending on Argo for 900 s and left nothing to read: the logs went
-    with the state dir."""
+    and every control-plane log line that names it, written to out/e2e/hung/<case>.txt; returns that path. A CI run
+    on 3d13b54 reported a case hung with eight loopback pods Pending and left nothing to read (the logs went with the
+    state dir); with this, the next run showed the pods queued behind the large diagnoses in the pod runner."""
     from nvcre_hera.controlplane import load_state
 
     state = load_state(state_dir)
