@@ -49,8 +49,8 @@ def test_percentile_nearest_rank() -> None:
 
 def test_model_job_minutes_from_the_sim_duration_model() -> None:
     # 2 nodes: scheduling 5 + 0.4*2 = 5.8 s, launch 6 + 2*log2(3) = 9.1699 s, init 1 + 0.06*2 = 1.12 s;
-    # at a huge busbw the sweep costs its 32 sizes (8 B .. 16 GiB) x 0.2 s plus 32 x 48 x α (α = 35 µs) = 6.454 s
-    assert model_job_minutes(2, 1e9) == pytest.approx((5.8 + 9.16993 + 1.12 + 6.4 + 0.05376) / 60, rel=1e-4)
+    # at a huge busbw the diagnose job's one size (4 GiB, 20 iterations) costs 0.2 s plus 48 x α (α = 35 µs)
+    assert model_job_minutes(2, 1e9) == pytest.approx((5.8 + 9.16993 + 1.12 + 0.2 + 0.00168) / 60, rel=1e-4)
 
 
 def test_kind_oracle_link_and_flapping() -> None:
@@ -292,10 +292,10 @@ def test_kind_oracle_mix_draws_all_five() -> None:
 # --- durations by kind -------------------------------------------------------------------------------------------
 
 def test_model_job_minutes_intra_and_loopback_by_hand() -> None:
-    # one node: scheduling 5 + 0.4 = 5.4 s, launch 6 + 2*log2(2) = 8 s, init 1.06 s; sweep at a huge busbw:
-    # 32 sizes x 0.2 s plus 32 x 48 x α, α = 14 µs on NVLink, 25 + 10*log2(2) = 35 µs on the loopback path
-    assert model_job_minutes(1, 1e9, "intra") == pytest.approx((5.4 + 8 + 1.06 + 6.4 + 0.021504) / 60, rel=1e-6)
-    assert model_job_minutes(1, 1e9, "loopback") == pytest.approx((5.4 + 8 + 1.06 + 6.4 + 0.05376) / 60, rel=1e-6)
+    # one node: scheduling 5 + 0.4 = 5.4 s, launch 6 + 2*log2(2) = 8 s, init 1.06 s; one size at a huge busbw:
+    # 0.2 s plus 48 x α, α = 14 µs on NVLink, 25 + 10*log2(2) = 35 µs on the loopback path
+    assert model_job_minutes(1, 1e9, "intra") == pytest.approx((5.4 + 8 + 1.06 + 0.2 + 0.000672) / 60, rel=1e-5)
+    assert model_job_minutes(1, 1e9, "loopback") == pytest.approx((5.4 + 8 + 1.06 + 0.2 + 0.00168) / 60, rel=1e-5)
     with pytest.raises(ValueError):
         model_job_minutes(1, 1e9, "nvswitch")
 
@@ -457,15 +457,15 @@ def test_repeats_are_priced_as_jobs_of_their_own() -> None:
 def test_fail_closed_floor_at_64_nodes_by_hand() -> None:
     """One fault among 64: the final check is a 63-node all-reduce. By hand from sim/model.py: scheduling
     min(30, 5 + 0.4·63) = 30 s, launch 6 + 2·log2 64 = 18 s, NCCL init 1 + 0.06·63 = 4.78 s; busbw 380 ×
-    (1 − 0.004·log2 63) = 370.92 GB/s, bus factor 2·503/504, α = 25 + 10·log2 63 = 84.77 µs; the sweep's 32 sizes
-    (8 B .. 16 GiB, Σ = 2^35 − 8 bytes) × 48 collectives = 48 × (32 α + F·Σ / busbw) = 9.006 s, plus 32 × 0.2 s:
-    68.19 s. The cheapest localizing job is one node's intra screen: 5.4 + 8 + 1.06 s and 48 × (32 × 14 µs +
-    1.75 · Σ / 470 GB/s) + 6.4 = 12.56 s: 27.02 s."""
+    (1 − 0.004·log2 63) = 370.92 GB/s, bus factor 2·503/504, α = 25 + 10·log2 63 = 84.77 µs; the diagnose job's
+    one size, S = 4 GiB, × 48 collectives = 48 × (α + F·S / busbw) = 1.1135 s, plus 0.2 s: 54.09 s. The cheapest
+    localizing job is one node's intra screen: 5.4 + 8 + 1.06 s and 48 × (14 µs + 1.75 · S / 470 GB/s) + 0.2 =
+    0.968 s: 15.43 s."""
     floor = fail_closed_floor(64, 1)
-    assert floor["finalCheckMinutes"] == pytest.approx(68.19 / 60, rel=2e-3)
-    assert floor["singleNodeJobMinutes"] == pytest.approx(27.02 / 60, rel=2e-3)
-    assert floor["wallMinutes"] == pytest.approx((68.19 + 27.02) / 60, abs=0.01)
-    assert floor["nodeMinutes"] == pytest.approx(63 * 68.19 / 60, rel=2e-3)
+    assert floor["finalCheckMinutes"] == pytest.approx(54.09 / 60, rel=2e-3)
+    assert floor["singleNodeJobMinutes"] == pytest.approx(15.43 / 60, rel=2e-3)
+    assert floor["wallMinutes"] == pytest.approx((54.09 + 15.43) / 60, abs=0.01)
+    assert floor["nodeMinutes"] == pytest.approx(63 * 54.09 / 60, rel=2e-3)
 
 
 def test_no_fail_closed_strategy_measures_below_the_floor_and_halving_does_on_node_minutes() -> None:
@@ -485,9 +485,9 @@ def test_the_bench_prints_the_floor_and_prices_it_per_repeat() -> None:
     """The JSON carries the floor; with --repeats 3 each job is priced three times (trace_costs), the floor too."""
     once = bench(64, 1, 0.8, 0.03, 8, 2, ("screened",), 0, 0.01, "slow-nic")
     thrice = bench(64, 1, 0.8, 0.03, 8, 2, ("screened",), 0, 0.01, "slow-nic", repeats=3)
-    assert once["floor"] == {"wallMinutes": 1.59, "nodeMinutes": 71.6}
-    assert thrice["floor"] == {"wallMinutes": 4.77, "nodeMinutes": 214.8}
-    assert "fail-closed floor: wall >= 1.59 min, node-min >= 72" in format_table(once)
+    assert once["floor"] == {"wallMinutes": 1.16, "nodeMinutes": 56.8}
+    assert thrice["floor"] == {"wallMinutes": 3.48, "nodeMinutes": 170.4}
+    assert "fail-closed floor: wall >= 1.16 min, node-min >= 57" in format_table(once)
 
 
 def test_faults_released_names_the_faulty_nodes_and_the_links_a_verdict_handed_back():

@@ -39,6 +39,7 @@ from nvcre_hera.diagnose import nodesets as ns
 from nvcre_hera.diagnose.oracle import Oracle, run
 from nvcre_hera.diagnose.planner import STRATEGIES
 from nvcre_hera.diagnose.screens import MAX_NODES, MIN_NODES
+from nvcre_hera.jobs.base import DIAGNOSE_BYTES, DIAGNOSE_ITERATIONS
 from nvcre_hera.sim import model
 
 #: fault kinds the oracle draws, with the scopes of sim/faults.py's table (see `nvcre_hera.diagnose.oracle`):
@@ -57,7 +58,9 @@ FULL_RUN_TRIES = 20  # draws of the full run that starts a diagnose on flapping 
 TRIGGERS = ("full-run", "workflow", "no-threshold")
 THRESHOLD_SHARE = 0.9  # the workflow trigger's threshold: this share of the healthy full-group busbw
 GPUS_PER_NODE = 8
-MAX_BYTES = 1 << 34  # the sim's default nccl-tests sweep end (16 GiB), 20 iterations, 1 cycle
+#: a diagnose job's one message size, min(the GPU's maxBytes, DIAGNOSE_BYTES): 4 GiB, as every GPU of
+#: catalog/_lib/gpu-defaults.yaml sets 16 GiB or more (`jobs.base.plan_job`, testScale diagnose)
+JOB_BYTES = DIAGNOSE_BYTES
 
 
 def lower_bounds(nodes: int, faults: int, cap: int) -> dict:
@@ -86,7 +89,11 @@ def fail_closed_floor(nodes: int, faults: int) -> dict:
 
 def model_job_minutes(nodes: int, busbw: float, kind: str | None = None) -> float:
     """Minutes of one diagnose job on `nodes` nodes at `busbw` GB/s, from `sim.model` (§4.7), as the simulated
-    cluster times it (sim/cluster.py `_plan_nccl`: bus_factor(test, ranks), latency_us(path, nodes, platform)).
+    cluster times the job the workflow runs (sim/cluster.py `_plan_nccl`: bus_factor(test, ranks), latency_us(path,
+    nodes, platform), the spec's sizes and iterations): one size of JOB_BYTES, DIAGNOSE_ITERATIONS iterations, one
+    cycle (`jobs.base.plan_job`). Before 2026-12-07 the bench priced the sim's default sweep (8 B to 16 GiB, 32
+    sizes), about 14 s more per job than a diagnose job runs. The loopback entry's literal `-n 10 -N 2` would add
+    8 collectives, about 0.2 s, to a loopback screen; the simulated cluster prices the spec, and so does this.
 
     kind None: the all-reduce, on the "net" path across nodes ("nvlink" on one); `intra`: the single-node
     all-reduce on "nvlink" (14 µs); `loopback`: the sim's `loopback` test on its "loopback" path, which
@@ -98,8 +105,8 @@ def model_job_minutes(nodes: int, busbw: float, kind: str | None = None) -> floa
     path = {"intra": "nvlink", "loopback": "loopback"}.get(kind or "", "net" if nodes > 1 else "nvlink")
     alpha = model.latency_us(path, nodes, "onprem")
     test = "loopback" if kind == "loopback" else "all_reduce"
-    measure = model.nccl_measure_s(model.sizes(MAX_BYTES), busbw,
-                                   model.bus_factor(test, nodes * GPUS_PER_NODE), alpha, 20, 1)
+    measure = model.nccl_measure_s(model.sizes(JOB_BYTES, JOB_BYTES), busbw,
+                                   model.bus_factor(test, nodes * GPUS_PER_NODE), alpha, DIAGNOSE_ITERATIONS, 1)
     return (sched + launch + init + measure) / 60.0
 
 
