@@ -7,8 +7,8 @@ With `--faults 0` the full-group run is a transient dip on a healthy cluster, an
 trials in which anybody was accused.
 
 What users pay is costed with the simulated cluster's duration model (`nvcre_hera.sim.model`: gang scheduling,
-launch, NCCL init and the nccl-tests all-reduce sweep at the job's expected busbw, on the path of the job's kind:
-a single-node `intra` screen on NVLink, a `loopback` screen through the node's NIC), not the planner's own
+launch, NCCL init and the diagnose job's one 4 GiB all-reduce at the job's expected busbw, on the path of the job's
+kind: a single-node `intra` screen on NVLink, a `loopback` screen through the node's NIC), not the planner's own
 `job_minutes` estimate: a round lasts as long as its longest job; wall minutes are the sum of the rounds
 (the full-group run is excluded, as for jobs); node-minutes sum nodes × job minutes over the jobs.
 
