@@ -53,6 +53,27 @@ def test_model_job_minutes_from_the_sim_duration_model() -> None:
     assert model_job_minutes(2, 1e9) == pytest.approx((5.8 + 9.16993 + 1.12 + 0.2 + 0.00168) / 60, rel=1e-4)
 
 
+@pytest.mark.parametrize("nodes", [2, 63, 1023])
+def test_the_bench_prices_the_job_the_workflow_renders(nodes: int) -> None:
+    """What the bench charges for a diagnose job's measurement is what the rendered job runs: the launcher's own
+    -b/-e/-n/-N (an H100 category with no size set, as the grid's clusters), priced by sim/model.py. Before
+    d1bf5f8 the bench charged the sim's default 8 B-16 GiB sweep, 14 s more per job than this job runs."""
+    from nvcre_hera.catalog import get_entry
+    from nvcre_hera.jobs import JobContext, render_job
+
+    job = render_job(get_entry("communication", "nccl-all-reduce"), 0, {"testScale": "diagnose"},
+                     {"id": "r1-t0", "nodes": [f"n{i}" for i in range(nodes)]}, 0,
+                     JobContext("wf", "uid", "nvcre", "onprem", "h100"))
+    cmd = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["command"]
+    flag = {f: int(cmd[cmd.index(f) + 1]) for f in ("-b", "-e", "-n", "-N")}
+    busbw = 370.0
+    factor, alpha = model.bus_factor("all_reduce", 8 * nodes), model.latency_us("net", nodes, "onprem")
+    measure = model.nccl_measure_s(model.sizes(flag["-e"], flag["-b"]), busbw, factor, alpha, flag["-n"], flag["-N"])
+    startup = sum(model.startup_s(nodes))
+    assert model_job_minutes(nodes, busbw) == pytest.approx((startup + measure) / 60, rel=1e-9)
+    assert flag["-b"] == flag["-e"] == 4 << 30 and (flag["-n"], flag["-N"]) == (20, 1)
+
+
 def test_kind_oracle_link_and_flapping() -> None:
     oracle, truth = kind_oracle(32, 2, "link", 0.8, 0.03, random.Random(1))
     assert len(oracle.links) == 2 and not oracle.factors
