@@ -179,7 +179,7 @@ def test_diagnose_page_shows_its_threshold_rounds_jobs_and_node_minutes() -> Non
     report = _judged(testScale="diagnose", diagnose=verdict)
     page = render_html(report)
     assert "No thresholds set" not in page and "busBandwidthGBps value &gt;= 300" in page
-    assert "64 nodes, 19 jobs in 4 rounds, 582.5 node-minutes" in page
+    assert "64 nodes, 19 jobs in 4 rounds, 582.5 node-minutes (estimated)" in page
     assert 'class="chart diag"' in page
 
 

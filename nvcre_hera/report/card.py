@@ -209,7 +209,7 @@ def round_lines(d: dict) -> list[str]:
 
 def _diagnose_lines(d: dict) -> list[str]:
     lines = [f"Diagnose:   {d.get('nodeCount') or '?'} nodes, {d.get('jobs') or 0} jobs in {d.get('rounds') or 0} "
-             f"rounds, {number(d.get('nodeMinutes'))} node-minutes"]
+             f"rounds, {number(d.get('nodeMinutes'))} node-minutes (estimated)"]
     if d.get("passLineGBps") is not None:
         lines.append(f"  search pass line: busBandwidthGBps >= {number(d['passLineGBps'])} (from the threshold)")
     if d.get("repeatsPerTest"):

@@ -199,7 +199,7 @@ def diagnose_timeline(d: dict) -> str:
     out = [f'<svg class="chart diag" viewBox="0 0 {WIDTH} {height}" '
            f'width="{WIDTH}" height="{height}" role="img" aria-label="Diagnose rounds">',
            f'<text class="t" x="{LEFT}" y="16">Diagnose: {rounds} round{"s" if rounds != 1 else ""}, '
-           f'{e(d.get("jobs") or 0)} jobs, {e(number(d.get("nodeMinutes")))} node-minutes</text>']
+           f'{e(d.get("jobs") or 0)} jobs, {e(number(d.get("nodeMinutes")))} node-minutes (estimated)</text>']
     every = max(1, math.ceil(24 / step))  # narrow columns: label every few rounds (and the last), lines for all
     for r in range(1, rounds + 1):
         x = col(r)

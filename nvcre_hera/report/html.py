@@ -63,7 +63,7 @@ def _diagnose(d: dict) -> str:
     nodes = d.get("nodeCount")
     head = (f"<h3>Diagnose</h3><p>{_e(plural(nodes, 'node') if nodes is not None else '? nodes')}, "
             f"{_e(plural(d.get('jobs') or 0, 'job'))} in {_e(plural(d.get('rounds') or 0, 'round'))}, "
-            f"{_e(number(d.get('nodeMinutes')))} node-minutes</p>")
+            f"{_e(number(d.get('nodeMinutes')))} node-minutes (estimated)</p>")
     items = []
     if d.get("passLineGBps") is not None:
         items.append(f"search pass line: busBandwidthGBps ≥ {number(d['passLineGBps'])} (from the threshold)")
