@@ -58,9 +58,6 @@ FULL_RUN_TRIES = 20  # draws of the full run that starts a diagnose on flapping 
 TRIGGERS = ("full-run", "workflow", "no-threshold")
 THRESHOLD_SHARE = 0.9  # the workflow trigger's threshold: this share of the healthy full-group busbw
 GPUS_PER_NODE = 8
-#: a diagnose job's one message size, min(the GPU's maxBytes, DIAGNOSE_BYTES): 4 GiB, as every GPU of
-#: catalog/_lib/gpu-defaults.yaml sets 16 GiB or more (`jobs.base.plan_job`, testScale diagnose)
-JOB_BYTES = DIAGNOSE_BYTES
 
 
 def lower_bounds(nodes: int, faults: int, cap: int) -> dict:
@@ -90,10 +87,12 @@ def fail_closed_floor(nodes: int, faults: int) -> dict:
 def model_job_minutes(nodes: int, busbw: float, kind: str | None = None) -> float:
     """Minutes of one diagnose job on `nodes` nodes at `busbw` GB/s, from `sim.model` (§4.7), as the simulated
     cluster times the job the workflow runs (sim/cluster.py `_plan_nccl`: bus_factor(test, ranks), latency_us(path,
-    nodes, platform), the spec's sizes and iterations): one size of JOB_BYTES, DIAGNOSE_ITERATIONS iterations, one
-    cycle (`jobs.base.plan_job`). Before 2026-12-07 the bench priced the sim's default sweep (8 B to 16 GiB, 32
-    sizes), about 14 s more per job than a diagnose job runs. The loopback entry's literal `-n 10 -N 2` would add
-    8 collectives, about 0.2 s, to a loopback screen; the simulated cluster prices the spec, and so does this.
+    nodes, platform), the spec's sizes and iterations): one size of DIAGNOSE_BYTES (the job runs min(the GPU's
+    maxBytes, DIAGNOSE_BYTES), and every GPU of catalog/_lib/gpu-defaults.yaml sets 16 GiB or more),
+    DIAGNOSE_ITERATIONS iterations, one cycle (`jobs.base.plan_job`). Before 2026-12-07 the bench priced the sim's
+    default sweep (8 B to 16 GiB, 32 sizes), about 14 s more per job than a diagnose job runs. The loopback entry's
+    literal `-n 10 -N 2` would add 8 collectives, about 0.2 s, to a loopback screen; the simulated cluster prices
+    the spec, and so does this.
 
     kind None: the all-reduce, on the "net" path across nodes ("nvlink" on one); `intra`: the single-node
     all-reduce on "nvlink" (14 µs); `loopback`: the sim's `loopback` test on its "loopback" path, which
@@ -105,7 +104,7 @@ def model_job_minutes(nodes: int, busbw: float, kind: str | None = None) -> floa
     path = {"intra": "nvlink", "loopback": "loopback"}.get(kind or "", "net" if nodes > 1 else "nvlink")
     alpha = model.latency_us(path, nodes, "onprem")
     test = "loopback" if kind == "loopback" else "all_reduce"
-    measure = model.nccl_measure_s(model.sizes(JOB_BYTES, JOB_BYTES), busbw,
+    measure = model.nccl_measure_s(model.sizes(DIAGNOSE_BYTES, DIAGNOSE_BYTES), busbw,
                                    model.bus_factor(test, nodes * GPUS_PER_NODE), alpha, DIAGNOSE_ITERATIONS, 1)
     return (sched + launch + init + measure) / 60.0
 
