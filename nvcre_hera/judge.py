@@ -588,6 +588,14 @@ MARGINAL_MESSAGE = ("their runs beside known-healthy partners leaned to a defici
 WHY_MESSAGES = {UNDECIDED: UNDECIDED_MESSAGE, QUIET: QUIET_MESSAGE, MARGINAL: MARGINAL_MESSAGE}
 
 
+def _measured_node_minutes(ledger: Any) -> float | None:
+    """GPU node-minutes the diagnose jobs were measured to hold (steps/plan_step.py `job_ledger`); None when any
+    job went untimed or the ledger predates the timing: a partial sum would read as the whole cost."""
+    if not isinstance(ledger, dict) or not isinstance(ledger.get("nodeSec"), (int, float)) or ledger.get("untimed"):
+        return None
+    return round(float(ledger["nodeSec"]) / 60, 1)
+
+
 def _add_diagnose(entry: dict, verdict: dict) -> None:
     """Diagnose's verdict: suspects are blamed through their groups; an infrastructure fault (a link or switch
     between nodes that pass on their own) fails the category without blaming either node."""
@@ -603,6 +611,9 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
                          # the planner's pass line (from the busBandwidthGBps threshold) and repeats per test
                          "passLineGBps": verdict.get("floor"),
                          "repeatsPerTest": (verdict.get("measured") or {}).get("repeats")}
+    measured_minutes = _measured_node_minutes(verdict.get("cleanup"))
+    if measured_minutes is not None:
+        entry["diagnose"]["nodeMinutesMeasured"] = measured_minutes
     cut = stats.get("stoppedAtRoundBudget") is True
     if cut:  # open work was left unresolved when the rounds ran out (planner.round_budget)
         entry["diagnose"]["stoppedAtRoundBudget"] = True

@@ -207,9 +207,17 @@ def round_lines(d: dict) -> list[str]:
     return lines
 
 
+def node_minutes(d: dict) -> str:
+    """Diagnose's GPU node-minutes: the jobs' measured run times when every job was timed (judge.py
+    `_measured_node_minutes`), else the planner's estimate, saying which."""
+    if d.get("nodeMinutesMeasured") is not None:
+        return f"{number(d['nodeMinutesMeasured'])} node-minutes (measured)"
+    return f"{number(d.get('nodeMinutes'))} node-minutes (estimated)"
+
+
 def _diagnose_lines(d: dict) -> list[str]:
     lines = [f"Diagnose:   {d.get('nodeCount') or '?'} nodes, {d.get('jobs') or 0} jobs in {d.get('rounds') or 0} "
-             f"rounds, {number(d.get('nodeMinutes'))} node-minutes (estimated)"]
+             f"rounds, {node_minutes(d)}"]
     if d.get("passLineGBps") is not None:
         lines.append(f"  search pass line: busBandwidthGBps >= {number(d['passLineGBps'])} (from the threshold)")
     if d.get("repeatsPerTest"):
@@ -369,5 +377,5 @@ def render_card(report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["NO_THRESHOLDS", "clean", "duration", "fleet_text", "human_size", "number", "render_card", "round_lines",
-           "threshold_line", "threshold_source"]
+__all__ = ["NO_THRESHOLDS", "clean", "duration", "fleet_text", "human_size", "node_minutes", "number", "render_card",
+           "round_lines", "threshold_line", "threshold_source"]

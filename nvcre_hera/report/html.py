@@ -13,8 +13,9 @@ import html
 from typing import Any
 
 from nvcre_hera.judge import category_label
-from nvcre_hera.report.card import NO_THRESHOLDS, clean, describe_evidence, duration, human_size, number, round_lines, \
-    threshold_line
+from nvcre_hera.report.card import (
+    NO_THRESHOLDS, clean, describe_evidence, duration, human_size, node_minutes, number, round_lines, threshold_line,
+)
 from nvcre_hera.report.charts import category_charts
 from nvcre_hera.report.words import fixed, plural
 
@@ -63,7 +64,7 @@ def _diagnose(d: dict) -> str:
     nodes = d.get("nodeCount")
     head = (f"<h3>Diagnose</h3><p>{_e(plural(nodes, 'node') if nodes is not None else '? nodes')}, "
             f"{_e(plural(d.get('jobs') or 0, 'job'))} in {_e(plural(d.get('rounds') or 0, 'round'))}, "
-            f"{_e(number(d.get('nodeMinutes')))} node-minutes (estimated)</p>")
+            f"{_e(node_minutes(d))}</p>")
     items = []
     if d.get("passLineGBps") is not None:
         items.append(f"search pass line: busBandwidthGBps ≥ {number(d['passLineGBps'])} (from the threshold)")

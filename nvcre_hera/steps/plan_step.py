@@ -75,15 +75,22 @@ def measured(carried: dict | None, aggregated: Any, thresholds: dict) -> dict:
     return out
 
 
-def job_ledger(ledger: dict | None, aggregated: Any) -> dict:
+def job_ledger(ledger: dict | None, aggregated: Any, missing: int = 0) -> dict:
     """Job objects created and deleted so far, carried beside the planner's state so the report can say that
-    every one of them is gone (names only of those not deleted: the ledger travels down the recursion)."""
-    out = {"created": 0, "deleted": 0, "leftover": [], **(ledger or {})}
+    every one of them is gone (names only of those not deleted: the ledger travels down the recursion), and the
+    GPU node-seconds the jobs were measured to hold (`nodeSec`; `untimed`: results with jobs and no time, and the
+    `missing` tests that sent no result, whose jobs nobody timed)."""
+    out = {"created": 0, "deleted": 0, "leftover": [], "nodeSec": 0.0, "untimed": 0, **(ledger or {})}
     for run in flatten_runs(aggregated):
         out["created"] += int(run.get("jobs") or 0)
         out["deleted"] += int(run.get("deleted") or 0)
         if run.get("leftover"):
             out["leftover"] = [*out["leftover"], *run["leftover"]]
+        if isinstance(run.get("nodeSec"), (int, float)):
+            out["nodeSec"] = round(out["nodeSec"] + float(run["nodeSec"]), 1)
+        elif int(run.get("jobs") or 0):
+            out["untimed"] += 1
+    out["untimed"] += missing
     return out
 
 
@@ -280,10 +287,10 @@ def plan_step(setup: dict | None, state: Any, cluster: Cluster, out: Outputs, lo
     except ValueError as exc:  # the store, the setup or the state missing or unreadable: no verdict, never a restart
         log(f"plan: {exc}: no verdict")
         return 1
-    ledger = job_ledger(carried.get("jobs"), aggregated)
     seen = measured(carried.get("measured"), aggregated, setup["config"].get("thresholds") or {})
     results = with_missing(compact_results(aggregated), list(carried.get("issued") or []))
     missing = sum(1 for r in results if r.get("missing"))
+    ledger = job_ledger(carried.get("jobs"), aggregated, missing)
     if missing:
         log(f"plan: {missing} test(s) of the last round sent no result: counted as failed")
     now = _reading(clock or getattr(cluster, "now", None))

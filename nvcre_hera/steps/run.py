@@ -316,12 +316,14 @@ def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx
     sched_s = parse_duration(str(options.get("schedulingTimeout") or DEFAULT_SCHEDULING_TIMEOUT))
     measure_s = parse_duration(options["measurementTimeout"])
     worst: list[float | None] = [float("inf")] * len(names)
+    node_sec = 0.0  # each node's job from the batch's creation until the step read its measurement
     why: dict[str, list[str]] = {}
     leftover: list[str] = []
     alive: list[str] = []  # job objects created and not yet deleted, newest last
     try:
         for repeat in range(int(options.get("repeatCount") or 1)):
             started = []
+            created_at = cluster.now()
             for i, node in enumerate(names):
                 one = {"id": f"{base['id']}-n{i}", "nodes": [node]}
                 job, objects = objects_for_test(plan, category_index, one, repeat, group_context(ctx, one))
@@ -334,6 +336,7 @@ def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx
                 name = created[-1]
                 outcome = cluster.wait_for_job(name, job.nodes, job.timeout_s, None, scheduling_timeout_s=sched_s)
                 _text, parsed = _read_measurement(cluster, entry, name, measure_s, outcome.phase == "Succeeded")
+                node_sec += cluster.now() - created_at
                 reasons = _outcome_reasons(outcome, job.timeout_s,
                                            _log_reasons(entry, parsed, ctx.platform, options, job.nodes), sched_s)
                 deleted = True
@@ -356,6 +359,7 @@ def run_screen_batch(plan: dict[str, Any], category_index: int, group: dict, ctx
     values = [None if w is None else round(w, 1) for w in worst]
     log(f"run: {kind} screens {base['id']}: {sum(v is not None for v in values)} of {len(values)} node(s) measured")
     return _diagnose_out(base["id"], [{**base, "status": "ok", "values": screen_values.pack(values),
+                                       "nodeSec": round(node_sec, 1),
                                        **({"why": why} if why else {}),
                                        **({"leftover": leftover} if leftover else {})}], cluster, out, log, store)
 
@@ -375,6 +379,11 @@ def diagnose_result(test_id: str, runs: list[dict], thresholds: dict) -> list[di
     leftover = [r["jobName"] for r in runs if not r["jobDeleted"]]
     if leftover:
         out["leftover"] = leftover
+    # GPU node-seconds the jobs held, each from its creation until its measurement was read (the report's
+    # measured node-minutes); a run not timed leaves the sum out: a partial sum is never reported as the whole
+    if runs and all(r.get("runtimeSec") is not None for r in runs):
+        out["nodeSec"] = round(sum(float(r["runtimeSec"]) * max(len(r["nodes"]), int(r.get("nodeCount") or 0))
+                                   for r in runs), 1)
     if len(runs) > 1:
         out["repeats"] = len(runs)
     ok = [r["metrics"] for r in runs if r["status"] == "ok"]
