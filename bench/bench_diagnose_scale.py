@@ -125,7 +125,8 @@ def run_scenario(nodes: int, label: str, floor: int | None, held: int | None, dr
         if identity is None:
             print(f"diagnose {nodes} nodes, {label}: {diagnose.get('jobs')} jobs in {diagnose.get('rounds')} rounds, "
                   f"{ex['podsStarted']} pods, {ex['simulatedWallTimeSec'] / 60:.0f} simulated minutes, "
-                  f"{diagnose.get('nodeMinutes')} node-minutes (the compiled default's draw)")
+                  f"{diagnose.get('nodeMinutesMeasured', 'untimed')} GPU node-minutes measured "
+                  f"({diagnose.get('nodeMinutes')} estimated; the compiled default's draw)")
     kib = sorted(b / 1024 for b in stored)
     checks = [
         (f"real time, slowest draw {max(took):.1f} s", max(took) <= TIME_GOAL_S, f"≤ {TIME_GOAL_S:.0f} s"),
