@@ -134,6 +134,26 @@ def test_a_final_check_may_owe_its_pass_to_a_hidden_flapper_only_after_an_unexpl
     assert not may_hide_a_flapper(screens_found, rest_failed=False)
     # what the search itself found since it started explains a failing rest too
     assert not may_hide_a_flapper({**screens_found, "acc": [{"node": 3}, {"node": 7}]}, rest_failed=True)
+    # unless a node it accused had screens that were low and also passed clearly (screens._mixed): a flapper's sign
+    assert may_hide_a_flapper({**quiet, "fo0": [0], "acc": [{"node": 3}], "mx": [[2, 4]]})
+    assert not may_hide_a_flapper({**quiet, "fo0": [0], "acc": [{"node": 3}], "mx": [[4, 6]]})
+
+
+def test_a_flapper_the_search_took_for_a_steady_fault_does_not_vouch_for_the_rest():
+    """`nvcre bench diagnose --nodes 256 --faults 2 --fault-kind flapping --strategies screened`, seed 7: node 77's
+    loopback screen was low (0.80 of its peers), then passed clearly (1.0); the search accused it on pair runs as a
+    steady deficit, which explained the failing run, so one pass of the final check released node 165, the other
+    flapper, whose flap was off. An accused node whose screens were low and also passed clearly now counts as a
+    flapper found (`screens._mixed`): the check must pass three times, its second run catches 165's flap, and 165
+    is accused (Intermittent). The benchmark's oracle: the planner's reaction is what is proven."""
+    from nvcre_hera.diagnose.bench import faults_released, kind_oracle, planner_config, trial_start
+
+    oracle, bad = kind_oracle(256, 2, "flapping", 0.8, 0.03, random.Random(7), 0.01)
+    rng = random.Random(7 * 7919 + 17)
+    config = planner_config("screened", 256, 8, 7)
+    trace = run(oracle, config, rng, full=trial_start(oracle, config, rng, "full-run", 2))
+    assert bad == {77, 165} and 77 in trace.accused
+    assert faults_released(trace.final, bad, oracle.links) == []
 
 
 def test_a_flapper_whose_flap_was_off_for_one_final_check_is_not_released():

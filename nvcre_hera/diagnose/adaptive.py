@@ -595,7 +595,8 @@ def may_hide_a_flapper(st: dict, rest_failed: bool = False) -> bool:
     if not st.get("fo0"):
         return False
     found = len(st["acc"]) + len(st["infra"]) > (st.get("f0", 0) if rest_failed else 0)
-    return not found or any(a.get("i") for a in st["acc"])
+    mixed = set(ns.to_nodes(st.get("mx") or []))  # its screens passed clearly as well (screens._mixed)
+    return not found or any(a.get("i") or a["node"] in mixed for a in st["acc"])
 
 
 def _rest_failed(ctx: Ctx) -> bool:

@@ -737,6 +737,9 @@ def _hand_over(ctx: Ctx, v0: float | None, failing: bool, whole: list[int] | Non
     """The `adaptive` search takes the rest over, with V0 as its failing measurement when `failing` (`whole`: V0's
     observations, for the unknown root to judge once its parts set a reference)."""
     sc, st = ctx.state["sc"], ctx.state
+    mixed = _mixed(sc)
+    if mixed:
+        st["mx"] = mixed
     _end(sc)
     rest = _rest(ctx)
     st["G"] = ns.from_nodes(rest)
@@ -744,6 +747,16 @@ def _hand_over(ctx: Ctx, v0: float | None, failing: bool, whole: list[int] | Non
     # the estimate itself, not σ̂: raised for small n, it made the search miss 10 %-slow nodes (docs/diagnose-screens.md)
     st["s0"] = round(max(r[2] for r in sc["ref"].values()) if sc["ref"] else 0.0, 4)
     adaptive.start(ctx, v0, failing, whole)
+
+
+def _mixed(sc: dict) -> list[list[int]]:
+    """Nodes whose screens of some kind were low once or more and also passed clearly (the tally, `_tally`): what
+    a flapper shows, and a healthy node that dipped. Kept for the search, which may accuse such a node on its
+    multi-node runs as a steady deficit: that finding may be a flapper, with another hiding beside it
+    (`adaptive.may_hide_a_flapper`). Index ranges: about N/100 nodes dip in a round."""
+    kinds = range(len(sc["k"]))
+    return ns.from_nodes(sorted(int(x) for x, e in (sc.get("h") or {}).items()
+                                if any(0 < e[3 * ki + 1] < e[3 * ki] for ki in kinds)))
 
 
 def _end(sc: dict) -> None:
