@@ -591,7 +591,11 @@ def may_hide_a_flapper(st: dict, rest_failed: bool = False) -> bool:
     found for. A flapper the screens took for a steady NIC was accused, V0 without it failed on a second flapper,
     whose parts and final check then passed once with its flap off (N = 256, K = 2 flapping, NVCRE's trigger, seed 5).
     Otherwise every finding counts, as before (docs/diagnose-screens.md, "A flapper behind the screens' steady
-    accusation", says what the other starts cost)."""
+    accusation", says what the other starts cost). An accused node whose screens of a kind were low and also passed
+    clearly (`mx`, screens._mixed) counts as a flapper found, whatever the search called it: flapper A, low in one
+    loopback screen and clear in the next, was accused on pair runs as a steady deficit, and one passing check
+    released flapper B (N = 256, K = 2, seed 7; docs/diagnose-screens.md, "A flapper the search took for a steady
+    fault")."""
     if not st.get("fo0"):
         return False
     found = len(st["acc"]) + len(st["infra"]) > (st.get("f0", 0) if rest_failed else 0)
