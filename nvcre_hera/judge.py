@@ -614,6 +614,9 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
     measured_minutes = _measured_node_minutes(verdict.get("cleanup"))
     if measured_minutes is not None:
         entry["diagnose"]["nodeMinutesMeasured"] = measured_minutes
+    created = (verdict.get("cleanup") or {}).get("created")
+    if isinstance(created, int):  # job objects run, repeats included (`jobs` counts the planner's tests once)
+        entry["diagnose"]["jobsRun"] = created
     cut = stats.get("stoppedAtRoundBudget") is True
     if cut:  # open work was left unresolved when the rounds ran out (planner.round_budget)
         entry["diagnose"]["stoppedAtRoundBudget"] = True

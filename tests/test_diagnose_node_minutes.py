@@ -1,5 +1,6 @@
 """Issue 11: the report's diagnose GPU node-minutes are the jobs' measured run times, summed by the workflow itself
-(each result's `nodeSec`, the plan step's ledger, the judge), not the planner's 1 + 0.4·log2(n) estimate.
+(each result's `nodeSec`, the plan step's ledger, the judge), not the planner's 1 + 0.4·log2(n) estimate; and its
+job count is the jobs the cluster ran, every repeat included.
 
 The expectation is the simulator's own record of every job it ran (`SimCluster.job_records`: its nodes, when it
 started and ended), not anything the steps computed. Stand-in: the simulated cluster replaces a real one, so its
@@ -42,7 +43,11 @@ def test_the_report_sums_the_time_every_job_held_its_nodes(cluster: str) -> None
     # its jobs one after another: at or a little above the simulator's time, never below it
     assert held - 0.05 <= d["nodeMinutesMeasured"] <= held * 1.02 + 0.05, (d["nodeMinutesMeasured"], held)
     assert abs(d["nodeMinutes"] - held) > 0.2 * held  # the estimate is another figure (40-75 % above here)
-    assert f"{d['nodeMinutesMeasured']:g} node-minutes (measured)" in render_card(local.report)
+    card = render_card(local.report)
+    assert f"{d['nodeMinutesMeasured']:g} node-minutes (measured)" in card
+    # the card counts the jobs the cluster ran, every repeat (diagnose.yaml: repeatCount 3), not the planner's tests
+    ran = len(local.cluster.job_records())
+    assert d["jobsRun"] == ran == 3 * d["jobs"] and f"{ran} jobs in {d['rounds']} rounds" in card
 
 
 def test_a_diagnose_whose_tests_crashed_says_its_node_minutes_are_estimated(tmp_path: Path) -> None:

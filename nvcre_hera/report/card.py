@@ -207,6 +207,12 @@ def round_lines(d: dict) -> list[str]:
     return lines
 
 
+def jobs_run(d: dict) -> int:
+    """Diagnose's jobs as the cluster ran them: every repeat of every test (judge.py `jobsRun`, the job ledger),
+    else the planner's count of tests (a verdict without a ledger)."""
+    return int(d["jobsRun"]) if isinstance(d.get("jobsRun"), int) else int(d.get("jobs") or 0)
+
+
 def node_minutes(d: dict) -> str:
     """Diagnose's GPU node-minutes: the jobs' measured run times when every job was timed (judge.py
     `_measured_node_minutes`), else the planner's estimate, saying which."""
@@ -216,7 +222,7 @@ def node_minutes(d: dict) -> str:
 
 
 def _diagnose_lines(d: dict) -> list[str]:
-    lines = [f"Diagnose:   {d.get('nodeCount') or '?'} nodes, {d.get('jobs') or 0} jobs in {d.get('rounds') or 0} "
+    lines = [f"Diagnose:   {d.get('nodeCount') or '?'} nodes, {jobs_run(d)} jobs in {d.get('rounds') or 0} "
              f"rounds, {node_minutes(d)}"]
     if d.get("passLineGBps") is not None:
         lines.append(f"  search pass line: busBandwidthGBps >= {number(d['passLineGBps'])} (from the threshold)")
@@ -377,5 +383,5 @@ def render_card(report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["NO_THRESHOLDS", "clean", "duration", "fleet_text", "human_size", "node_minutes", "number", "render_card",
+__all__ = ["NO_THRESHOLDS", "clean", "duration", "fleet_text", "human_size", "jobs_run", "node_minutes", "number", "render_card",
            "round_lines", "threshold_line", "threshold_source"]

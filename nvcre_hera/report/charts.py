@@ -17,7 +17,7 @@ import statistics
 from typing import Any
 
 from nvcre_hera.judge import lower_is_better
-from nvcre_hera.report.card import clean, describe_evidence, duration, node_minutes, number
+from nvcre_hera.report.card import clean, describe_evidence, duration, jobs_run, node_minutes, number
 from nvcre_hera.report.words import plural
 from nvcre_hera.report.svg import LEFT, RIGHT, WIDTH, Curve, NodeValue, Rule, bandwidth_chart, empty_chart, \
     node_chart
@@ -199,7 +199,7 @@ def diagnose_timeline(d: dict) -> str:
     out = [f'<svg class="chart diag" viewBox="0 0 {WIDTH} {height}" '
            f'width="{WIDTH}" height="{height}" role="img" aria-label="Diagnose rounds">',
            f'<text class="t" x="{LEFT}" y="16">Diagnose: {rounds} round{"s" if rounds != 1 else ""}, '
-           f'{e(d.get("jobs") or 0)} jobs, {e(node_minutes(d))}</text>']
+           f'{e(jobs_run(d))} jobs, {e(node_minutes(d))}</text>']
     every = max(1, math.ceil(24 / step))  # narrow columns: label every few rounds (and the last), lines for all
     for r in range(1, rounds + 1):
         x = col(r)

@@ -14,7 +14,8 @@ from typing import Any
 
 from nvcre_hera.judge import category_label
 from nvcre_hera.report.card import (
-    NO_THRESHOLDS, clean, describe_evidence, duration, human_size, node_minutes, number, round_lines, threshold_line,
+    NO_THRESHOLDS, clean, describe_evidence, duration, human_size, jobs_run, node_minutes, number, round_lines,
+    threshold_line,
 )
 from nvcre_hera.report.charts import category_charts
 from nvcre_hera.report.words import fixed, plural
@@ -63,7 +64,7 @@ def _runtime(c: dict) -> str:
 def _diagnose(d: dict) -> str:
     nodes = d.get("nodeCount")
     head = (f"<h3>Diagnose</h3><p>{_e(plural(nodes, 'node') if nodes is not None else '? nodes')}, "
-            f"{_e(plural(d.get('jobs') or 0, 'job'))} in {_e(plural(d.get('rounds') or 0, 'round'))}, "
+            f"{_e(plural(jobs_run(d), 'job'))} in {_e(plural(d.get('rounds') or 0, 'round'))}, "
             f"{_e(node_minutes(d))}</p>")
     items = []
     if d.get("passLineGBps") is not None:
