@@ -611,10 +611,11 @@ def _add_diagnose(entry: dict, verdict: dict) -> None:
                          # the planner's pass line (from the busBandwidthGBps threshold) and repeats per test
                          "passLineGBps": verdict.get("floor"),
                          "repeatsPerTest": (verdict.get("measured") or {}).get("repeats")}
-    measured_minutes = _measured_node_minutes(verdict.get("cleanup"))
+    ledger = verdict.get("cleanup")  # the plan step's job ledger (steps/plan_step.py `job_ledger`)
+    measured_minutes = _measured_node_minutes(ledger)
     if measured_minutes is not None:
         entry["diagnose"]["nodeMinutesMeasured"] = measured_minutes
-    created = (verdict.get("cleanup") or {}).get("created")
+    created = ledger.get("created") if isinstance(ledger, dict) else None
     if isinstance(created, int):  # job objects run, repeats included (`jobs` counts the planner's tests once)
         entry["diagnose"]["jobsRun"] = created
     cut = stats.get("stoppedAtRoundBudget") is True

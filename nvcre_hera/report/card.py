@@ -383,5 +383,5 @@ def render_card(report: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-__all__ = ["NO_THRESHOLDS", "clean", "duration", "fleet_text", "human_size", "jobs_run", "node_minutes", "number", "render_card",
-           "round_lines", "threshold_line", "threshold_source"]
+__all__ = ["NO_THRESHOLDS", "clean", "duration", "fleet_text", "human_size", "jobs_run", "node_minutes", "number",
+           "render_card", "round_lines", "threshold_line", "threshold_source"]
